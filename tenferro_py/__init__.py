@@ -1,0 +1,48 @@
+"""tenferro_py: an eager automatic-differentiation tape over NumPy/LAPACK with tenferro's API."""
+
+from . import einsum, linalg
+from .engine import CpuEngine, Pool, PoolBuilder
+from .errors import (
+    DTypeMismatch,
+    InvalidArgument,
+    LinalgError,
+    NonScalarGrad,
+    NotReachable,
+    RuntimeMismatch,
+    ShapeMismatch,
+    TenferroError,
+    Unsupported,
+)
+from .ops.structural import SliceConfig
+from .rules import RuleSet
+from .runtime import AdContext, AdContextBuilder, EagerRuntime
+from .session import EagerSession
+from .tape import EagerTensor
+from .tensor import Tensor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AdContext",
+    "AdContextBuilder",
+    "CpuEngine",
+    "DTypeMismatch",
+    "EagerRuntime",
+    "EagerSession",
+    "EagerTensor",
+    "InvalidArgument",
+    "LinalgError",
+    "NonScalarGrad",
+    "NotReachable",
+    "Pool",
+    "PoolBuilder",
+    "RuleSet",
+    "RuntimeMismatch",
+    "ShapeMismatch",
+    "SliceConfig",
+    "Tensor",
+    "TenferroError",
+    "Unsupported",
+    "einsum",
+    "linalg",
+]

@@ -1,0 +1,131 @@
+"""einsum: subscripts parsed and checked once, contraction planned by opt_einsum.
+
+Plans are cached per (subscripts, shapes). The JVP sums one einsum per operand
+with its tangent in place; the VJP of an operand is the einsum of the output
+cotangent with the other operands, broadcast over indices only that operand
+has, and put back on the diagonal where the operand repeats an index (a trace).
+"""
+
+from __future__ import annotations
+
+import functools
+import string
+from typing import Sequence
+
+import numpy as np
+import opt_einsum
+
+from .errors import DTypeMismatch, InvalidArgument, ShapeMismatch
+from .ops.elementwise import plus
+from .rules import RuleSet
+from .tensor import Aval, Tensor
+
+_RULES = RuleSet()
+
+
+def semantic_ad_rules() -> RuleSet:
+    """The einsum family's AD rules, to merge into an AdContext."""
+    return _RULES
+
+
+def parse(subscripts: object, shapes: Sequence[tuple[int, ...]]) -> tuple[tuple[str, ...], str]:
+    """Checked (input subscripts, output subscript); implicit output as NumPy's."""
+    op = "einsum"
+    if not isinstance(subscripts, str):
+        raise InvalidArgument(op, "subscripts as a str such as 'ij,jk->ik'", repr(subscripts))
+    spec = subscripts.replace(" ", "")
+    if "." in spec:
+        raise InvalidArgument(op, "subscripts of letters (no ellipsis)", repr(subscripts))
+    lhs, arrow, rhs = spec.partition("->")
+    if "->" in rhs:
+        raise InvalidArgument(op, "at most one '->'", repr(subscripts))
+    inputs = tuple(lhs.split(","))
+    if len(inputs) != len(shapes):
+        raise InvalidArgument(op, f"{len(inputs)} operands for {subscripts!r}", f"{len(shapes)}")
+    letters = "".join(inputs) + rhs
+    if not all(c in string.ascii_letters for c in letters):
+        raise InvalidArgument(op, "index letters a-z, A-Z", repr(subscripts))
+    sizes: dict[str, int] = {}
+    for k, (sub, shape) in enumerate(zip(inputs, shapes)):
+        if len(sub) != len(shape):
+            raise ShapeMismatch(op, f"operand {k} of rank {len(sub)} ({sub!r})", f"shape {list(shape)}")
+        for c, n in zip(sub, shape):
+            if sizes.setdefault(c, n) != n:
+                raise ShapeMismatch(op, f"index {c!r} of one size ({sizes[c]})", f"{n} in operand {k}")
+    if arrow:
+        if len(set(rhs)) != len(rhs) or not set(rhs) <= set(sizes):
+            raise InvalidArgument(op, "output indices that are distinct and appear in the inputs", repr(rhs))
+        output = rhs
+    else:
+        counts = "".join(inputs)
+        output = "".join(sorted(c for c in sizes if counts.count(c) == 1))
+    return inputs, output
+
+
+@functools.lru_cache(maxsize=4096)
+def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]):
+    """The opt_einsum contraction expression for these subscripts and shapes (cached)."""
+    return opt_einsum.contract_expression(",".join(inputs) + "->" + output, *shapes, optimize="auto")
+
+
+def _abstract(*avals: Aval, inputs, output) -> tuple[Aval]:
+    dtypes = {a.dtype for a in avals}
+    if len(dtypes) > 1:
+        raise DTypeMismatch("einsum", "operands of one dtype", sorted(map(str, dtypes)))
+    sizes = {c: n for sub, a in zip(inputs, avals) for c, n in zip(sub, a.shape)}
+    return (Aval(tuple(sizes[c] for c in output), avals[0].dtype),)
+
+
+def _impl(*arrays, inputs, output):
+    expr = plan(inputs, output, tuple(a.shape for a in arrays))
+    return (np.asarray(expr(*arrays)),)
+
+
+def _jvp(s, tangents, primals, outputs, inputs, output):
+    subscripts = ",".join(inputs) + "->" + output
+    total = None
+    for i, t in enumerate(tangents):
+        if t is not None:
+            total = plus(s, total, s.einsum(primals[:i] + (t,) + primals[i + 1 :], subscripts))
+    return (total,)
+
+
+def _fresh_letters(used: str):
+    return (c for c in string.ascii_letters if c not in used)
+
+
+def operand_cotangent(s, ct, primals, inputs, output, i):
+    """Cotangent of operand ``i``: contract ct with the others, then broadcast and diagonalize."""
+    target = inputs[i]
+    unique = "".join(dict.fromkeys(target))
+    others = [(x, sub) for j, (x, sub) in enumerate(zip(primals, inputs)) if j != i] + [(ct, output)]
+    available = set("".join(sub for _, sub in others))
+    present = "".join(c for c in unique if c in available)
+    g = s.einsum([x for x, _ in others], ",".join(sub for _, sub in others) + "->" + present)
+    if present != unique:
+        size = dict(zip(target, primals[i].shape))
+        g = s.broadcast_in_dim(g, [size[c] for c in unique], [unique.index(c) for c in present])
+    if unique != target:
+        # Repeated index (trace): g sits on the diagonal, g[x] * delta(x, x').
+        fresh = _fresh_letters(target)
+        out, deltas = "", []
+        for pos, c in enumerate(target):
+            if c in target[:pos]:
+                c2 = next(fresh)
+                deltas.append((c + c2, primals[i].shape[pos]))
+                out += c2
+            else:
+                out += c
+        eyes = [s.constant_from(Tensor(np.eye(n, dtype=ct.dtype))) for _, n in deltas]
+        g = s.einsum([g, *eyes], ",".join([unique] + [d for d, _ in deltas]) + "->" + out)
+    return g
+
+
+def _vjp(s, cotangents, primals, outputs, needs, inputs, output):
+    (ct,) = cotangents
+    return tuple(
+        operand_cotangent(s, ct, primals, inputs, output, i) if need else None for i, need in enumerate(needs)
+    )
+
+
+einsum_p = _RULES.define("einsum", _abstract, _impl, _jvp, _vjp)

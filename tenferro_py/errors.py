@@ -1,0 +1,50 @@
+"""Error classes. Each names the op, what was expected and what was got.
+
+They mirror tenferro's error kinds; each is also the built-in exception that fits
+(``ValueError`` for bad values and shapes, ``TypeError`` for dtypes), so callers
+may catch either.
+"""
+
+from __future__ import annotations
+
+
+class TenferroError(Exception):
+    """Base class of every error raised by tenferro_py."""
+
+    def __init__(self, op: str, expected: str, got: object):
+        self.op = op
+        self.expected = expected
+        self.got = got
+        super().__init__(f"{op}: expected {expected}, got {got}")
+
+
+class ShapeMismatch(TenferroError, ValueError):
+    """Shapes (or data lengths) that do not fit together."""
+
+
+class DTypeMismatch(TenferroError, TypeError):
+    """A dtype that is not supported or does not match its partner."""
+
+
+class InvalidArgument(TenferroError, ValueError):
+    """A bad axis, permutation, slice bound, subscript, option or count."""
+
+
+class NonScalarGrad(TenferroError, ValueError):
+    """``backward()`` or ``grad`` asked of an output that is not a scalar."""
+
+
+class NotReachable(TenferroError, ValueError):
+    """``wrt`` does not reach the output (or is a constant, which has no slot)."""
+
+
+class RuntimeMismatch(TenferroError, ValueError):
+    """Tensors of two different runtimes mixed in one call."""
+
+
+class Unsupported(TenferroError, NotImplementedError):
+    """A transform met a primitive with no AD rule in the runtime's context."""
+
+
+class LinalgError(TenferroError, ArithmeticError):
+    """LAPACK did not converge."""

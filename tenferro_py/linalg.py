@@ -1,0 +1,199 @@
+"""Linear algebra: the thin SVD through LAPACK, with the broadened derivative rule.
+
+With A = U S Vᵀ (K = min(m, n)) the rules need 1/(s_j² − s_i²), infinite at
+repeated singular values. The broadened rule (tenferro's default) uses
+F_ij = d/(d² + ε²), d = s_j² − s_i², and 1/s becomes s/(s² + ε²): both stay
+finite at repeated or zero singular values and equal the exact ones to
+relative ε²/d² elsewhere.
+
+The VJP exploits cotangents that are zero beyond column k (what slicing the
+factors to k leaves): the work is then O(m n k), not O(m n K).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg
+
+from .errors import InvalidArgument, LinalgError, ShapeMismatch
+from .ops.elementwise import plus
+from .ops.structural import SliceConfig
+from .rules import RuleSet
+from .tape import Embedded
+from .tensor import Aval, Tensor
+
+_RULES = RuleSet()
+
+DEFAULT_DERIVATIVE_EPS = 1e-12
+
+
+def semantic_ad_rules() -> RuleSet:
+    """The linalg family's AD rules, to merge into an AdContext."""
+    return _RULES
+
+
+def check_derivative_eps(op: str, eps: object) -> float:
+    """A finite float > 0, or InvalidArgument."""
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.integer, np.floating)):
+        raise InvalidArgument(op, "derivative_eps: a finite number > 0", repr(eps))
+    if not (math.isfinite(eps) and eps > 0):
+        raise InvalidArgument(op, "derivative_eps: a finite number > 0", repr(eps))
+    return float(eps)
+
+
+def _svd_abstract(a: Aval, derivative_eps) -> tuple[Aval, Aval, Aval]:
+    if len(a.shape) != 2:
+        raise ShapeMismatch("svd", "a matrix (rank 2)", f"shape {list(a.shape)}")
+    m, n = a.shape
+    k = min(m, n)
+    return Aval((m, k), a.dtype), Aval((k,), a.dtype), Aval((k, n), a.dtype)
+
+
+def _svd_impl(a, derivative_eps):
+    """gesdd through NumPy (it releases the GIL); gesvd when gesdd does not converge."""
+    try:
+        return tuple(np.linalg.svd(a, full_matrices=False))
+    except np.linalg.LinAlgError:
+        try:
+            return tuple(scipy.linalg.svd(a, full_matrices=False, lapack_driver="gesvd"))
+        except (np.linalg.LinAlgError, ValueError) as err:
+            raise LinalgError("svd", "LAPACK gesdd or gesvd to converge", str(err)) from None
+
+
+# --- helpers in session ops (so the rules stay differentiable) ---------------
+
+
+def _eps(s, derivative_eps) -> float:
+    return derivative_eps if derivative_eps is not None else s.runtime.ad_context.derivative_eps
+
+
+def _full(s, shape, value, dtype):
+    return s.constant_from(Tensor(np.full(shape, value, dtype=dtype)))
+
+
+def broadened_f(s, sv, eps):
+    """F_ij = d/(d² + ε²) with d = s_j² − s_i², and F_ii = 0.
+
+    The diagonal is masked to a constant zero: as d/(d² + ε²) its derivative
+    would be 1/ε², which cancels only in exact arithmetic.
+    """
+    k = sv.shape[0]
+    s2 = s.mul(sv, sv)
+    d = s.sub(s.broadcast_in_dim(s2, (k, k), (1,)), s.broadcast_in_dim(s2, (k, k), (0,)))
+    f = s.div(d, s.add(s.mul(d, d), _full(s, (k, k), eps * eps, sv.dtype)))
+    return s.mul(f, s.constant_from(Tensor(1.0 - np.eye(k, dtype=sv.dtype))))
+
+
+def broadened_inverse(s, sv, eps):
+    """s/(s² + ε²): 1/s where s ≫ ε, finite at s = 0."""
+    return s.div(sv, s.add(s.mul(sv, sv), _full(s, sv.shape, eps * eps, sv.dtype)))
+
+
+def _antisym(s, f, x):
+    """F ∘ (X − Xᵀ)."""
+    return s.mul(f, s.sub(x, s.transpose(x, (1, 0))))
+
+
+def _columns(s, x, stop, axis):
+    """The first ``stop`` entries of x along ``axis``."""
+    limits = list(x.shape)
+    limits[axis] = stop
+    return x if stop == x.shape[axis] else s.slice(x, SliceConfig([0] * x.ndim, limits))
+
+
+def _extend(s, x, stop, axis):
+    """x padded with zeros along ``axis`` to length ``stop``."""
+    if x.shape[axis] == stop:
+        return x
+    shape = list(x.shape)
+    shape[axis] = stop
+    return s.pad(x, shape, (0,) * x.ndim, (1,) * x.ndim)
+
+
+def _leading_block(s, ct, axis):
+    """(block, k): a cotangent that is zero from index k on along ``axis``, as its first k entries."""
+    if ct is None:
+        return None, 0
+    if type(ct) is not Embedded:
+        return ct, ct.shape[axis]
+    whole = all(
+        st == 0 and sd == 1 and b == n
+        for a, (st, sd, b, n) in enumerate(zip(ct.starts, ct.strides, ct.block.shape, ct.shape))
+        if a != axis
+    )
+    if not whole or ct.strides[axis] != 1:
+        dense = s.pad(ct.block, ct.shape, ct.starts, ct.strides)
+        return dense, dense.shape[axis]
+    stop = ct.starts[axis] + ct.block.shape[axis]
+    shape = list(ct.shape)
+    shape[axis] = stop
+    return s.pad(ct.block, shape, ct.starts, ct.strides) if ct.starts[axis] else ct.block, stop
+
+
+def _svd_jvp(s, tangents, primals, outputs, derivative_eps):
+    (da,), (a,), (u, sv, vt) = tangents, primals, outputs
+    m, n = a.shape
+    k = sv.shape[0]
+    eps = _eps(s, derivative_eps)
+    f = broadened_f(s, sv, eps)
+    dp = s.einsum([u, da, vt], "ai,ab,jb->ij")  # Uᵀ dA V
+    ds = s.einsum([dp], "ii->i")
+    dps = s.mul(dp, s.broadcast_in_dim(sv, (k, k), (1,)))  # dP S
+    sdp = s.mul(s.broadcast_in_dim(sv, (k, k), (0,)), dp)  # S dP
+    du = s.einsum([u, s.mul(f, s.add(dps, s.transpose(dps, (1, 0))))], "ai,ij->aj")
+    dvt = s.einsum([s.mul(f, s.add(sdp, s.transpose(sdp, (1, 0)))), vt], "ji,jb->ib")
+    if m > k:  # (I − UUᵀ) dA V S⁻¹
+        rest = s.sub(s.einsum([da, vt], "ab,jb->aj"), s.einsum([u, dp], "ai,ij->aj"))
+        du = s.add(du, s.einsum([rest, broadened_inverse(s, sv, eps)], "aj,j->aj"))
+    if n > k:  # S⁻¹ Uᵀ dA (I − VVᵀ)
+        rest = s.sub(s.einsum([u, da], "ai,ab->ib"), s.einsum([dp, vt], "ij,jb->ib"))
+        dvt = s.add(dvt, s.einsum([broadened_inverse(s, sv, eps), rest], "i,ib->ib"))
+    return du, ds, dvt
+
+
+def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
+    (a,), (u, sv, vt) = primals, outputs
+    m, n = a.shape
+    k = sv.shape[0]
+    eps = _eps(s, derivative_eps)
+    (ub, ku), (sb, ks), (vb, kv) = (_leading_block(s, c, ax) for c, ax in zip(cotangents, (1, 0, 0)))
+    kk = max(ku, ks, kv)  # every cotangent is zero beyond index kk
+    uk, sk, vtk = _columns(s, u, kk, 1), _columns(s, sv, kk, 0), _columns(s, vt, kk, 0)
+    f = broadened_f(s, sv, eps)
+    dsv = s.broadcast_in_dim(sv, (k, k), (1,))
+    # M = F∘(UᵀŪ − ŪᵀU) S + S F∘(VᵀV̄ − V̄ᵀV); only its first kk rows and columns are nonzero.
+    m_core = p = q = None
+    if ub is not None:
+        ub = _extend(s, ub, kk, 1)
+        p = s.einsum([u, ub], "ai,aj->ij")  # K × kk
+        m_core = s.mul(_antisym(s, f, _extend(s, p, k, 1)), dsv)
+    if vb is not None:
+        vb = _extend(s, vb, kk, 0)
+        q = s.einsum([vt, vb], "ib,jb->ij")  # K × kk
+        m_core = plus(s, m_core, s.mul(s.transpose(dsv, (1, 0)), _antisym(s, f, _extend(s, q, k, 1))))
+    abar = None
+    if m_core is not None:
+        if kk == k:
+            abar = s.einsum([u, m_core, vt], "ai,ij,jb->ab")
+        else:
+            top = _columns(s, m_core, kk, 0)  # M[:kk, :]
+            lower_left = s.slice(m_core, SliceConfig([kk, 0], [k, kk]))  # M[kk:, :kk]
+            u_rest = s.slice(u, SliceConfig([0, kk], [m, k]))
+            abar = s.add(
+                s.einsum([uk, top, vt], "ai,ij,jb->ab"),
+                s.einsum([u_rest, lower_left, vtk], "ai,ij,jb->ab"),
+            )
+    if sb is not None:
+        abar = plus(s, abar, s.einsum([uk, _extend(s, sb, kk, 0), vtk], "ai,i,ib->ab"))
+    if m > k and ub is not None:  # (I − UUᵀ) Ū S⁻¹ Vᵀ
+        rest = s.sub(ub, s.einsum([u, p], "ai,ij->aj"))
+        abar = plus(s, abar, s.einsum([rest, broadened_inverse(s, sk, eps), vtk], "aj,j,jb->ab"))
+    if n > k and vb is not None:  # U S⁻¹ V̄ᵀ (I − VVᵀ)
+        rest = s.sub(vb, s.einsum([q, vt], "ij,ib->jb"))
+        abar = plus(s, abar, s.einsum([uk, broadened_inverse(s, sk, eps), rest], "ai,i,ib->ab"))
+    return (abar,)
+
+
+svd_p = _RULES.define("svd", _svd_abstract, _svd_impl, _svd_jvp, _svd_vjp, embedded_cotangents=True)

@@ -1,0 +1,113 @@
+"""The rule interface between the tape and the op families.
+
+A :class:`Primitive` is an op's forward: shape inference with checks (``abstract``)
+and a NumPy kernel (``impl``). Its derivative rules live in a :class:`RuleSet`
+under its name, so a context can leave a family out (its transforms then say
+"unsupported") or add a user's family.
+
+Rule signatures (``s`` is the session the rule emits ops into, so rules are
+themselves differentiable; ``None`` stands for a symbolic zero):
+
+``jvp(s, tangents, primals, outputs, **params) -> tuple of output tangents``
+    ``tangents[i]`` is the tangent of ``primals[i]`` or None; at least one is set.
+
+``vjp(s, cotangents, primals, outputs, needs, **params) -> tuple of input cotangents``
+    ``cotangents[j]`` is the cotangent of ``outputs[j]`` or None; the result has
+    one entry per primal, computed only where ``needs[i]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+
+from .errors import InvalidArgument
+
+JvpRule = Callable[..., tuple]
+VjpRule = Callable[..., tuple]
+
+
+@dataclass(frozen=True, eq=False)
+class Primitive:
+    """An op's forward: checked shape inference and the NumPy kernel.
+
+    ``abstract(*avals, **params)`` returns the output avals (or raises a
+    TenferroError naming the op); ``impl(*arrays, **params)`` returns the output
+    arrays, always as a tuple.
+    """
+
+    name: str
+    abstract: Callable[..., tuple]
+    impl: Callable[..., tuple]
+
+    def __repr__(self) -> str:
+        return f"Primitive({self.name})"
+
+
+@dataclass(frozen=True, eq=False)
+class Rule:
+    """A primitive's JVP and VJP rules.
+
+    ``embedded_cotangents``: the VJP accepts :class:`~tenferro_py.tape.Embedded`
+    cotangents (a block inside zeros, as a slice's VJP makes) and exploits them;
+    other rules get them made dense first.
+    """
+
+    jvp: JvpRule
+    vjp: VjpRule
+    embedded_cotangents: bool = False
+
+
+class RuleSet:
+    """Derivative rules by primitive name; sets combine with :meth:`merge`."""
+
+    __slots__ = ("_rules",)
+
+    def __init__(self, rules: Mapping[str, Rule] | None = None):
+        self._rules: dict[str, Rule] = dict(rules or {})
+
+    def define(
+        self,
+        name: str,
+        abstract: Callable[..., tuple],
+        impl: Callable[..., tuple],
+        jvp: JvpRule,
+        vjp: VjpRule,
+        embedded_cotangents: bool = False,
+    ) -> Primitive:
+        """Make a primitive and register its rules here: forward and rules in one place."""
+        if name in self._rules:
+            raise InvalidArgument("RuleSet.define", f"a new primitive name", f"{name!r} twice")
+        self._rules[name] = Rule(jvp, vjp, embedded_cotangents)
+        return Primitive(name, abstract, impl)
+
+    def merge(self, other: "RuleSet") -> "RuleSet":
+        """A new set with the rules of both; one name with two different rules is an error."""
+        if not isinstance(other, RuleSet):
+            raise InvalidArgument("RuleSet.merge", "a RuleSet", type(other).__name__)
+        merged = dict(self._rules)
+        for name, rule in other._rules.items():
+            if merged.get(name, rule) is not rule:
+                raise InvalidArgument("RuleSet.merge", "disjoint rule sets", f"two rules for {name!r}")
+            merged[name] = rule
+        return RuleSet(merged)
+
+    def get(self, name: str) -> Rule | None:
+        return self._rules.get(name)
+
+    def names(self) -> Iterable[str]:
+        return tuple(sorted(self._rules))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._rules
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+    def __repr__(self) -> str:
+        return f"RuleSet({', '.join(self.names())})"
+
+
+def params_repr(params: Mapping[str, Any]) -> str:
+    """Short text of an op's parameters, for messages."""
+    return ", ".join(f"{k}={v!r}" for k, v in params.items())

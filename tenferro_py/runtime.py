@@ -1,0 +1,274 @@
+"""AdContext (which rules, which ε) and EagerRuntime (variables, sessions, transforms)."""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from typing import Any, Callable, Iterator, Sequence, TypeVar
+
+import numpy as np
+
+from . import einsum as _einsum
+from . import linalg as _linalg
+from .engine import CpuEngine
+from .errors import DTypeMismatch, InvalidArgument, NonScalarGrad, NotReachable, RuntimeMismatch, ShapeMismatch
+from .ops import CORE_RULES
+from .rules import RuleSet
+from .session import EagerSession
+from .tape import EagerTensor, Leaf, densify, forward_sweep, reverse_sweep
+from .tensor import Tensor
+
+R = TypeVar("R")
+
+
+class AdContext:
+    """The AD rule set and options that runtimes made with it share.
+
+    ``AdContext()`` has every rule of the library; ``AdContext.builder()``
+    starts from the core (elementwise and shape ops) and adds rule sets such as
+    ``tenferro_py.linalg.semantic_ad_rules()``.
+    """
+
+    __slots__ = ("_rules", "_derivative_eps")
+
+    def __init__(self, rules: RuleSet | None = None, derivative_eps: float = _linalg.DEFAULT_DERIVATIVE_EPS):
+        if rules is None:
+            rules = CORE_RULES.merge(_einsum.semantic_ad_rules()).merge(_linalg.semantic_ad_rules())
+        if not isinstance(rules, RuleSet):
+            raise InvalidArgument("AdContext", "a RuleSet", type(rules).__name__)
+        self._rules = rules
+        self._derivative_eps = _linalg.check_derivative_eps("AdContext", derivative_eps)
+
+    @staticmethod
+    def builder() -> "AdContextBuilder":
+        return AdContextBuilder()
+
+    @property
+    def rules(self) -> RuleSet:
+        return self._rules
+
+    @property
+    def derivative_eps(self) -> float:
+        """ε of the broadened SVD rule (default 1e-12)."""
+        return self._derivative_eps
+
+    def __repr__(self) -> str:
+        return f"AdContext({self._rules!r}, derivative_eps={self._derivative_eps!r})"
+
+
+class AdContextBuilder:
+    """Builder of an :class:`AdContext`, as tenferro's ``AdContext::builder()``."""
+
+    __slots__ = ("_rules", "_eps")
+
+    def __init__(self) -> None:
+        self._rules = CORE_RULES
+        self._eps: float = _linalg.DEFAULT_DERIVATIVE_EPS
+
+    def with_semantic_extension_rules(self, rules: RuleSet) -> "AdContextBuilder":
+        """Add a family's rules (for example ``tenferro_py.linalg.semantic_ad_rules()``)."""
+        self._rules = self._rules.merge(rules)
+        return self
+
+    def with_derivative_eps(self, eps: float) -> "AdContextBuilder":
+        """Set ε of the broadened SVD rule: a finite number > 0."""
+        self._eps = _linalg.check_derivative_eps("AdContext.with_derivative_eps", eps)
+        return self
+
+    def build(self) -> AdContext:
+        return AdContext(self._rules, self._eps)
+
+
+class EagerRuntime:
+    """Owns variables, their grad slots and the tape; runs sessions and transforms."""
+
+    __slots__ = ("_ad", "_leaves", "_no_grad", "__weakref__")
+
+    def __init__(self, ad_context: AdContext | None = None):
+        if ad_context is not None and not isinstance(ad_context, AdContext):
+            raise InvalidArgument("EagerRuntime", "an AdContext", type(ad_context).__name__)
+        self._ad = ad_context if ad_context is not None else AdContext()
+        self._leaves: "weakref.WeakSet[Leaf]" = weakref.WeakSet()
+        self._no_grad = 0
+
+    @classmethod
+    def with_ad_context(cls, ad: AdContext) -> "EagerRuntime":
+        return cls(ad)
+
+    @property
+    def ad_context(self) -> AdContext:
+        return self._ad
+
+    @property
+    def recording(self) -> bool:
+        """False inside ``no_grad()``: op results are then constants."""
+        return self._no_grad == 0
+
+    # --- values -------------------------------------------------------------
+
+    def _host_value(self, op: str, t: object) -> np.ndarray:
+        if isinstance(t, Tensor):
+            return t._array
+        if isinstance(t, EagerTensor):
+            self.check_owned(op, t)
+            return t._value
+        raise InvalidArgument(op, "a Tensor or an EagerTensor", type(t).__name__)
+
+    def variable_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
+        """A tracked leaf with a grad slot; from an EagerTensor, a fresh leaf (the trace is cut)."""
+        value = self._host_value("variable_from", t)
+        leaf = Leaf(value.shape, value.dtype)
+        self._leaves.add(leaf)
+        return EagerTensor(self, value, leaf)
+
+    def constant_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
+        """An untracked tensor."""
+        return EagerTensor(self, self._host_value("constant_from", t))
+
+    def check_owned(self, op: str, x: object) -> EagerTensor:
+        """x as an EagerTensor of this runtime, or a clear error."""
+        if not isinstance(x, EagerTensor):
+            raise InvalidArgument(op, "an EagerTensor", type(x).__name__)
+        if x._rt is not self:
+            raise RuntimeMismatch(op, "tensors of this runtime", "a tensor of another EagerRuntime")
+        return x
+
+    # --- sessions -------------------------------------------------------------
+
+    def with_eager_session(self, engine: CpuEngine, f: Callable[[EagerSession], R]) -> R:
+        """Run ``f(session)``: its ops run at once on ``engine`` and are recorded."""
+        with self._session(engine) as s:
+            return f(s)
+
+    @contextlib.contextmanager
+    def _session(self, engine: CpuEngine) -> Iterator[EagerSession]:
+        if not isinstance(engine, CpuEngine):
+            raise InvalidArgument("EagerRuntime", "a CpuEngine", type(engine).__name__)
+        with engine.active():
+            yield EagerSession(self, engine)
+
+    @contextlib.contextmanager
+    def no_grad(self) -> Iterator[None]:
+        """Within it, op results are constants (nothing is recorded)."""
+        self._no_grad += 1
+        try:
+            yield
+        finally:
+            self._no_grad -= 1
+
+    def clear_grads(self) -> None:
+        """Empty the grad slot of every variable of this runtime."""
+        for leaf in list(self._leaves):
+            leaf.grad = None
+
+    # --- transforms -------------------------------------------------------------
+
+    def _direction(self, op: str, what: str, t: object, like: EagerTensor) -> EagerTensor:
+        """A seed, cotangent or tangent: a Tensor or EagerTensor of ``like``'s shape and dtype."""
+        x = self.constant_from(t) if isinstance(t, Tensor) else self.check_owned(op, t)
+        if x.shape != like.shape:
+            raise ShapeMismatch(op, f"{what} of shape {list(like.shape)}", f"shape {list(x.shape)}")
+        if x.dtype != like.dtype:
+            raise DTypeMismatch(op, f"{what} of dtype {like.dtype}", str(x.dtype))
+        return x
+
+    def _wrt_list(self, op: str, wrt: Any) -> tuple[list[EagerTensor], bool]:
+        many = isinstance(wrt, (list, tuple))
+        items = list(wrt) if many else [wrt]
+        if many and not items:
+            raise InvalidArgument(op, "at least one tensor in wrt", "an empty sequence")
+        return [self.check_owned(op, w) for w in items], many
+
+    def _unreached(self, op: str, w: EagerTensor, optional: bool) -> None:
+        if not optional:
+            got = "a constant (it has no slot)" if not w.is_tracked else "a tensor the output does not depend on"
+            raise NotReachable(op, "wrt that reaches the output", got)
+
+    def _vjp(self, op: str, engine: CpuEngine, out: Any, wrt: Any, cot: Any, optional: bool) -> Any:
+        out = self.check_owned(op, out)
+        targets, many = self._wrt_list(op, wrt)
+        cot = self._direction(op, "a cotangent", cot, out)
+        with self._session(engine) as s:
+            cts, met = reverse_sweep(s, self._ad.rules, [(out, cot)], targets)
+            results = []
+            for w in targets:
+                key = (w._node, w._index)
+                if w._node is None or key not in met:
+                    self._unreached(op, w, optional)
+                    results.append(None)
+                elif key in cts:
+                    results.append(densify(s, cts[key]))
+                else:
+                    results.append(s.zeros(w.shape, w.dtype))
+        return results if many else results[0]
+
+    def vjp(self, engine: CpuEngine, out: EagerTensor, wrt: Any, cot: "Tensor | EagerTensor") -> Any:
+        """Cotangent of ``wrt`` (a tensor or a sequence of them) for ``cot`` on ``out``.
+
+        The result is differentiable when it depends on tracked values. Grad
+        slots are not touched.
+        """
+        return self._vjp("vjp", engine, out, wrt, cot, optional=False)
+
+    def vjp_optional(self, engine: CpuEngine, out: EagerTensor, wrt: Any, cot: "Tensor | EagerTensor") -> Any:
+        """As :meth:`vjp`, with None where ``wrt`` does not reach ``out``."""
+        return self._vjp("vjp_optional", engine, out, wrt, cot, optional=True)
+
+    def _scalar_seed(self, op: str, out: Any) -> Tensor:
+        out = self.check_owned(op, out)
+        if out.value().size != 1:
+            raise NonScalarGrad(op, "a scalar output (one element)", f"shape {list(out.shape)}")
+        return Tensor(np.ones(out.shape, dtype=out.dtype))
+
+    def grad(self, engine: CpuEngine, out: EagerTensor, wrt: Any) -> Any:
+        """d(out)/d(wrt) for a scalar ``out``; functional, differentiable."""
+        return self._vjp("grad", engine, out, wrt, self._scalar_seed("grad", out), optional=False)
+
+    def grad_optional(self, engine: CpuEngine, out: EagerTensor, wrt: Any) -> Any:
+        """As :meth:`grad`, with None where ``wrt`` does not reach ``out``."""
+        return self._vjp("grad_optional", engine, out, wrt, self._scalar_seed("grad_optional", out), optional=True)
+
+    def _jvp(self, op: str, engine: CpuEngine, out: Any, wrt: Any, tan: Any, optional: bool) -> Any:
+        out = self.check_owned(op, out)
+        sources, many = self._wrt_list(op, wrt)
+        tans = list(tan) if many else [tan]
+        if len(tans) != len(sources):
+            raise InvalidArgument(op, f"{len(sources)} tangents (one per wrt)", f"{len(tans)}")
+        tans = [self._direction(op, "a tangent", t, w) for t, w in zip(tans, sources)]
+        for w in sources:
+            if not w.is_tracked:
+                self._unreached(op, w, optional)
+        with self._session(engine) as s:
+            seeds = [(w, t) for w, t in zip(sources, tans) if w.is_tracked]
+            (result,), met = forward_sweep(s, self._ad.rules, [out], seeds)
+            reached = [(w._node, w._index) in met for w, _ in seeds]
+            if not any(reached):
+                self._unreached(op, seeds[0][0] if seeds else sources[0], optional)
+                return None
+            return result if result is not None else s.zeros(out.shape, out.dtype)
+
+    def jvp(self, engine: CpuEngine, out: EagerTensor, wrt: Any, tan: Any) -> EagerTensor:
+        """Tangent of ``out`` for tangent ``tan`` of ``wrt`` (tensors and tangents may be sequences).
+
+        The result is differentiable when it depends on tracked values.
+        """
+        return self._jvp("jvp", engine, out, wrt, tan, optional=False)
+
+    def jvp_optional(self, engine: CpuEngine, out: EagerTensor, wrt: Any, tan: Any) -> EagerTensor | None:
+        """As :meth:`jvp`, with None where no ``wrt`` reaches ``out``."""
+        return self._jvp("jvp_optional", engine, out, wrt, tan, optional=True)
+
+    def _backward(self, out: EagerTensor, seed: Any, engine: CpuEngine | None) -> None:
+        """Stateful reverse sweep: slot = existing + incoming for every reachable variable."""
+        op = "backward" if seed is None else "backward_with"
+        out = self.check_owned(op, out)
+        seed = self._scalar_seed(op, out) if seed is None else seed
+        seed = self._direction(op, "a seed", seed, out)
+        if not out.is_tracked:
+            raise NotReachable(op, "a tracked output (one that depends on a variable)", "a constant")
+        with self.no_grad(), self._session(engine or CpuEngine.serial()) as s:
+            cts, met = reverse_sweep(s, self._ad.rules, [(out, seed)], None)
+            for leaf, _ in met:
+                ct = cts.get((leaf, 0))
+                incoming = densify(s, ct)._value if ct is not None else np.zeros(leaf.shape, leaf.dtype)
+                leaf.grad = incoming if leaf.grad is None else leaf.grad + incoming

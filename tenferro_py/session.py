@@ -1,0 +1,169 @@
+"""EagerSession: one method per op; each checks its arguments and binds a primitive.
+
+Binding runs the kernel on the session's engine at once and, when an input is
+tracked and the runtime records, puts a node on the tape.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from . import einsum as _einsum
+from . import linalg as _linalg
+from .errors import InvalidArgument
+from .ops import elementwise as _ew
+from .ops import structural as _st
+from .ops.structural import SliceConfig
+from .tape import EagerTensor, Node
+from .tensor import Tensor, check_shape, frozen
+
+if TYPE_CHECKING:
+    from .engine import CpuEngine
+    from .rules import Primitive
+    from .runtime import EagerRuntime
+
+
+class EagerSession:
+    """Runs ops immediately on one engine, recording them in one runtime's tape."""
+
+    __slots__ = ("_rt", "_engine")
+
+    def __init__(self, runtime: "EagerRuntime", engine: "CpuEngine"):
+        self._rt = runtime
+        self._engine = engine
+
+    @property
+    def runtime(self) -> "EagerRuntime":
+        return self._rt
+
+    @property
+    def engine(self) -> "CpuEngine":
+        return self._engine
+
+    def bind(self, prim: "Primitive", *inputs: object, **params: object) -> tuple[EagerTensor, ...]:
+        """Check, run and (when tracked) record one primitive; returns its outputs."""
+        rt = self._rt
+        xs = tuple(self._operand(prim.name, x) for x in inputs)
+        prim.abstract(*(x.aval for x in xs), **params)
+        values = tuple(
+            frozen(np.asarray(v)) for v in self._engine.run(prim.impl, *(x._value for x in xs), **params)
+        )
+        if rt.recording and any(x._node is not None for x in xs):
+            node = Node(prim, params, xs, values)
+            return tuple(EagerTensor(rt, v, node, i) for i, v in enumerate(values))
+        return tuple(EagerTensor(rt, v) for v in values)
+
+    def _operand(self, op: str, x: object) -> EagerTensor:
+        if isinstance(x, Tensor):
+            return self._rt.constant_from(x)
+        return self._rt.check_owned(op, x)
+
+    # --- leaves ----------------------------------------------------------------
+
+    def variable_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
+        """A tracked leaf (see :meth:`EagerRuntime.variable_from`)."""
+        return self._rt.variable_from(t)
+
+    def constant_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
+        """An untracked tensor."""
+        return self._rt.constant_from(t)
+
+    def zeros(self, shape: Sequence[int], dtype: object = np.float64) -> EagerTensor:
+        """A constant of zeros."""
+        return self._rt.constant_from(Tensor(np.zeros(check_shape("zeros", shape), dtype=dtype)))
+
+    # --- elementwise ---------------------------------------------------------------
+
+    def add(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.add, a, b)[0]
+
+    def sub(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.sub, a, b)[0]
+
+    def mul(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.mul, a, b)[0]
+
+    def div(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.div, a, b)[0]
+
+    def neg(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.neg, x)[0]
+
+    def exp(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.exp, x)[0]
+
+    def log(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.log, x)[0]
+
+    def sqrt(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.sqrt, x)[0]
+
+    def scale_real(self, x: EagerTensor, alpha: float) -> EagerTensor:
+        """alpha · x for a real number alpha."""
+        return self.bind(_ew.scale_real, x, alpha=_ew.check_real_scalar("scale_real", alpha))[0]
+
+    # --- shape ops ---------------------------------------------------------------------
+
+    def broadcast_in_dim(self, x: EagerTensor, shape: Sequence[int], dims: Sequence[int]) -> EagerTensor:
+        """StableHLO broadcast: input axis i becomes output axis dims[i] (size 1 or equal)."""
+        x = self._operand("broadcast_in_dim", x)
+        shape = check_shape("broadcast_in_dim", shape)
+        dims = _st.check_axes("broadcast_in_dim", "dims", dims, len(shape))
+        if len(dims) != x.ndim:
+            raise InvalidArgument("broadcast_in_dim", f"{x.ndim} dims (one per input axis)", f"{list(dims)}")
+        return self.bind(_st.broadcast_in_dim, x, shape=shape, dims=dims)[0]
+
+    def reduce_sum(self, x: EagerTensor, axes: Sequence[int] | None = None) -> EagerTensor:
+        """Sum over ``axes`` (all when None); the reduced axes are removed."""
+        x = self._operand("reduce_sum", x)
+        axes = tuple(range(x.ndim)) if axes is None else _st.check_axes("reduce_sum", "axes", axes, x.ndim)
+        return self.bind(_st.reduce_sum, x, axes=axes)[0]
+
+    def transpose(self, x: EagerTensor, perm: Sequence[int]) -> EagerTensor:
+        """Output axis i is input axis perm[i]."""
+        x = self._operand("transpose", x)
+        perm = _st.check_axes("transpose", "perm", perm, x.ndim)
+        if len(perm) != x.ndim:
+            raise InvalidArgument("transpose", f"a permutation of {x.ndim} axes", f"{list(perm)}")
+        return self.bind(_st.transpose, x, perm=perm)[0]
+
+    def reshape(self, x: EagerTensor, shape: Sequence[int]) -> EagerTensor:
+        """Same elements in column-major order, new shape."""
+        return self.bind(_st.reshape, x, shape=check_shape("reshape", shape))[0]
+
+    def slice(self, x: EagerTensor, config: SliceConfig) -> EagerTensor:
+        """x[starts:limits:strides] per axis (limits exclusive)."""
+        x = self._operand("slice", x)
+        starts, limits, strides = _st.check_slice(config, x.shape)
+        return self.bind(_st.slice_, x, starts=starts, limits=limits, strides=strides)[0]
+
+    def pad(
+        self, x: EagerTensor, shape: Sequence[int], starts: Sequence[int], strides: Sequence[int] | None = None
+    ) -> EagerTensor:
+        """Zeros of ``shape`` with x placed from ``starts`` every ``strides`` (the transpose of slice)."""
+        x = self._operand("pad", x)
+        shape = check_shape("pad", shape)
+        starts = check_shape("pad", starts)
+        strides = check_shape("pad", strides) if strides is not None else (1,) * x.ndim
+        return self.bind(_st.pad, x, shape=shape, starts=starts, strides=strides)[0]
+
+    # --- einsum and linalg ---------------------------------------------------------------
+
+    def einsum(self, operands: Sequence[EagerTensor], subscripts: str) -> EagerTensor:
+        """Einstein summation, e.g. ``einsum([a, b], "ij,jk->ik")``; ``"xyxy->"`` is a trace."""
+        if not isinstance(operands, (list, tuple)) or not operands:
+            raise InvalidArgument("einsum", "a non-empty list of operands", repr(operands))
+        xs = [self._operand("einsum", x) for x in operands]
+        inputs, output = _einsum.parse(subscripts, [x.shape for x in xs])
+        return self.bind(_einsum.einsum_p, *xs, inputs=inputs, output=output)[0]
+
+    def svd(
+        self, x: EagerTensor, derivative_eps: float | None = None
+    ) -> tuple[EagerTensor, EagerTensor, EagerTensor]:
+        """Thin SVD (u, s, vt), s descending; ``derivative_eps`` overrides the context's ε."""
+        if derivative_eps is not None:
+            derivative_eps = _linalg.check_derivative_eps("svd", derivative_eps)
+        u, s, vt = self.bind(_linalg.svd_p, x, derivative_eps=derivative_eps)
+        return u, s, vt

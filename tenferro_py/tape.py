@@ -1,0 +1,281 @@
+"""The eager tape: tensors, recorded nodes, and the reverse and forward sweeps.
+
+Every op with a tracked input records one :class:`Node` holding its primitive,
+parameters, input tensors and output values (the residuals its rules reuse).
+Nodes point only backwards, to their inputs, so a graph lives exactly as long
+as some tensor refers to it: Python's reference counting frees a tape nobody
+holds, with no cycle for the garbage collector. Node ids grow with creation,
+so sorting by id is a topological order.
+
+The tape knows nothing of particular ops: it calls rules through the
+interface of :mod:`tenferro_py.rules`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
+
+import numpy as np
+
+from .errors import Unsupported
+from .tensor import Aval, Tensor
+
+if TYPE_CHECKING:
+    from .engine import CpuEngine
+    from .rules import Primitive, RuleSet
+    from .runtime import EagerRuntime
+    from .session import EagerSession
+
+_ids = itertools.count()
+
+
+class Leaf:
+    """A tracked leaf (a variable): the origin of derivatives, owner of a grad slot."""
+
+    __slots__ = ("id", "shape", "dtype", "grad", "__weakref__")
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        self.id = next(_ids)
+        self.shape = shape
+        self.dtype = dtype
+        self.grad: np.ndarray | None = None
+
+
+class Node:
+    """One recorded op: primitive, parameters, inputs and output values."""
+
+    __slots__ = ("id", "prim", "params", "inputs", "values", "__weakref__")
+
+    def __init__(self, prim: "Primitive", params: dict, inputs: tuple, values: tuple):
+        self.id = next(_ids)
+        self.prim = prim
+        self.params = params
+        self.inputs = inputs
+        self.values = values
+
+
+class EagerTensor:
+    """A value in one :class:`~tenferro_py.EagerRuntime`: tracked or constant.
+
+    Tracked tensors are variables (made by ``variable_from``) or results of ops
+    with a tracked input; constants carry no derivative.
+    """
+
+    __slots__ = ("_rt", "_value", "_node", "_index")
+
+    def __init__(self, rt: "EagerRuntime", value: np.ndarray, node: Leaf | Node | None = None, index: int = 0):
+        self._rt = rt
+        self._value = value
+        self._node = node
+        self._index = index
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._value.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    @property
+    def aval(self) -> Aval:
+        return Aval(self._value.shape, self._value.dtype)
+
+    @property
+    def runtime(self) -> "EagerRuntime":
+        return self._rt
+
+    @property
+    def is_tracked(self) -> bool:
+        """True for variables and results that depend on one."""
+        return self._node is not None
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for variables (tracked tensors with a grad slot)."""
+        return isinstance(self._node, Leaf)
+
+    def value(self) -> Tensor:
+        """The host value (shares the immutable buffer)."""
+        return Tensor(self._value)
+
+    def to_tensor(self, engine: "CpuEngine") -> Tensor:
+        """A host copy of the value (tenferro's ``to_tensor(&mut eng)``)."""
+        return Tensor(np.array(self._value))
+
+    def item(self) -> float:
+        """The value of a one-element tensor as a Python number."""
+        return self.value().item()
+
+    def grad(self) -> Tensor | None:
+        """The grad slot of a variable; None when empty (or for a non-leaf)."""
+        if isinstance(self._node, Leaf) and self._node.grad is not None:
+            return Tensor(self._node.grad)
+        return None
+
+    def clear_grad(self) -> None:
+        """Empty this variable's grad slot."""
+        if isinstance(self._node, Leaf):
+            self._node.grad = None
+
+    def backward(self, engine: "CpuEngine | None" = None) -> None:
+        """Accumulate d(self)/d(leaf) into every reachable variable's slot; self must be a scalar."""
+        self._rt._backward(self, None, engine)
+
+    def backward_with(self, seed: "Tensor | EagerTensor", engine: "CpuEngine | None" = None) -> None:
+        """Accumulate the VJP of ``seed`` (self's shape and dtype) into reachable variables' slots."""
+        self._rt._backward(self, seed, engine)
+
+    def __repr__(self) -> str:
+        kind = "variable" if self.is_leaf else "tracked" if self.is_tracked else "constant"
+        return f"EagerTensor({kind}, shape={list(self.shape)}, dtype={self.dtype})"
+
+
+def output_tensors(rt: "EagerRuntime", node: Node) -> tuple[EagerTensor, ...]:
+    """The outputs of a recorded node, as tracked tensors (the rules' view of residuals)."""
+    return tuple(EagerTensor(rt, v, node, i) for i, v in enumerate(node.values))
+
+
+class Embedded(NamedTuple):
+    """A cotangent that is zero except for ``block`` at ``starts`` (stride ``strides``).
+
+    A slice's VJP returns one, so that rules which know this structure (the
+    SVD's) skip the zeros; other rules see it made dense.
+    """
+
+    block: EagerTensor
+    shape: tuple[int, ...]
+    starts: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
+def _key(x: EagerTensor) -> tuple[Any, int]:
+    return (x._node, x._index)
+
+
+def _ancestors(roots: Iterable[EagerTensor], stop: set) -> tuple[list[Node], set]:
+    """Recorded nodes that the roots depend on, in topological order.
+
+    The walk does not go past tensors whose key is in ``stop``; it returns the
+    stop keys it met, so callers know which of them reach a root.
+    """
+    seen: dict[int, Node] = {}
+    met = set()
+    todo = list(roots)
+    while todo:
+        x = todo.pop()
+        key = _key(x)
+        if key in stop:
+            met.add(key)
+            continue
+        node = x._node
+        if type(node) is Node and node.id not in seen:
+            seen[node.id] = node
+            todo.extend(node.inputs)
+    return [seen[i] for i in sorted(seen)], met
+
+
+def densify(s: "EagerSession", ct: "EagerTensor | Embedded") -> EagerTensor:
+    """An Embedded cotangent as an ordinary tensor."""
+    if type(ct) is Embedded:
+        return s.pad(ct.block, ct.shape, ct.starts, ct.strides)
+    return ct
+
+
+def add_cotangents(s: "EagerSession", a: Any, b: Any) -> Any:
+    """Sum of two cotangents, keeping symbolic zeros and like Embedded blocks sparse."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if type(a) is Embedded and type(b) is Embedded and a[1:] == b[1:] and a.block.shape == b.block.shape:
+        return Embedded(s.add(a.block, b.block), a.shape, a.starts, a.strides)
+    return s.add(densify(s, a), densify(s, b))
+
+
+def _rule(rules: "RuleSet", node: Node, transform: str):
+    rule = rules.get(node.prim.name)
+    if rule is None:
+        raise Unsupported(transform, f"an AD rule for {node.prim.name!r} in the runtime's AdContext", "none")
+    return rule
+
+
+def reverse_sweep(
+    s: "EagerSession",
+    rules: "RuleSet",
+    roots: Sequence[tuple[EagerTensor, EagerTensor]],
+    wrt: Sequence[EagerTensor] | None,
+) -> tuple[dict, set]:
+    """Propagate cotangents from (output, cotangent) pairs back to ``wrt``.
+
+    With ``wrt`` None, every reachable variable is a target. Returns the
+    cotangent per reached target key (absent means a symbolic zero) and the set
+    of target keys that reach some root.
+    """
+    stop = {_key(w) for w in wrt} if wrt is not None else set()
+    nodes, met = _ancestors((out for out, _ in roots), stop)
+    # Only nodes downstream of a target carry cotangents worth computing.
+    live: set[int] = set()
+    for node in nodes:
+        for x in node.inputs:
+            key = _key(x)
+            if key in stop or (wrt is None and type(x._node) is Leaf):
+                met.add(key)
+                live.add(node.id)
+            elif x._node is not None and x._node.id in live:
+                live.add(node.id)
+    for out, _ in roots:
+        key = _key(out)
+        if key in stop or (wrt is None and type(out._node) is Leaf):
+            met.add(key)
+    cts: dict = {}
+    for out, ct in roots:
+        cts[_key(out)] = add_cotangents(s, cts.get(_key(out)), ct)
+    for node in reversed(nodes):
+        if node.id not in live:
+            continue
+        out_cts = [cts.pop((node, i), None) for i in range(len(node.values))]
+        if all(c is None for c in out_cts):
+            continue
+        rule = _rule(rules, node, "vjp")
+        if not rule.embedded_cotangents:
+            out_cts = [None if c is None else densify(s, c) for c in out_cts]
+        needs = tuple(
+            _key(x) in met or (x._node is not None and x._node.id in live) for x in node.inputs
+        )
+        in_cts = rule.vjp(s, out_cts, node.inputs, output_tensors(s.runtime, node), needs, **node.params)
+        for x, need, ct in zip(node.inputs, needs, in_cts):
+            if need and ct is not None:
+                key = _key(x)
+                cts[key] = add_cotangents(s, cts.get(key), ct)
+    return {k: v for k, v in cts.items() if k in met}, met
+
+
+def forward_sweep(
+    s: "EagerSession",
+    rules: "RuleSet",
+    outs: Sequence[EagerTensor],
+    seeds: Sequence[tuple[EagerTensor, EagerTensor]],
+) -> tuple[list, set]:
+    """Push tangents from (input, tangent) pairs forward to ``outs``.
+
+    Returns the tangent of each output (None for a symbolic zero) and the set
+    of seed keys that reach some output.
+    """
+    tans = {_key(w): t for w, t in seeds}
+    nodes, met = _ancestors(outs, set(tans))
+    for node in nodes:
+        in_tans = [tans.get(_key(x)) for x in node.inputs]
+        if all(t is None for t in in_tans):
+            continue
+        rule = _rule(rules, node, "jvp")
+        out_tans = rule.jvp(s, in_tans, node.inputs, output_tensors(s.runtime, node), **node.params)
+        for i, t in enumerate(out_tans):
+            if t is not None:
+                tans.setdefault((node, i), t)
+    return [tans.get(_key(o)) for o in outs], met

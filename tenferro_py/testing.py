@@ -1,0 +1,109 @@
+"""check_grads: derivative rules against central differences, as HIPS autograd's.
+
+``f(session, *xs) -> EagerTensor`` is differentiated at ``args`` along a random
+direction v with a random output cotangent w:
+
+* ``fwd``: jvp(v) against (f(x + hv) − f(x − hv)) / 2h;
+* ``rev``: ⟨vjp(w), v⟩ against ⟨w, that difference⟩;
+* both: the dot-product test ⟨vjp(w), v⟩ = ⟨w, jvp(v)⟩, to rounding;
+* order 2: the same checks of x ↦ ⟨vjp(w)(x), v⟩ (forward- and reverse-over-reverse)
+  and of x ↦ ⟨w, jvp(v)(x)⟩ (over forward), and so on for higher orders.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .engine import CpuEngine
+from .runtime import AdContext, EagerRuntime
+from .session import EagerSession
+from .tape import EagerTensor
+from .tensor import Tensor
+
+Fn = Callable[..., EagerTensor]
+
+
+def _inner(s: EagerSession, xs: Sequence[EagerTensor], ys: Sequence[np.ndarray]) -> EagerTensor:
+    """Σ_i ⟨xs[i], ys[i]⟩ as a differentiable scalar."""
+    total = None
+    for x, y in zip(xs, ys):
+        term = s.reduce_sum(s.mul(x, s.constant_from(Tensor(np.array(y, dtype=x.dtype)))))
+        total = term if total is None else s.add(total, term)
+    return total
+
+
+def _array(x: EagerTensor | None, shape: tuple[int, ...]) -> np.ndarray:
+    """The value of a transform's result; None (wrt does not reach: a linear f's higher order) is zero."""
+    return np.zeros(shape) if x is None else x.value().to_numpy()
+
+
+def _close(what: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float, order: int) -> None:
+    err = float(np.max(np.abs(got - want))) if np.size(want) else 0.0
+    scale = float(np.max(np.abs(want))) if np.size(want) else 0.0
+    tol = atol + rtol * scale
+    if not err <= tol:  # also fails on NaN
+        raise AssertionError(
+            f"check_grads (order {order}): {what} differs by {err:.3e} (tolerance {tol:.3e}, scale {scale:.3e})"
+        )
+
+
+def check_grads(
+    f: Fn,
+    args: Sequence[object],
+    modes: Sequence[str] = ("fwd", "rev"),
+    order: int = 2,
+    *,
+    h: float = 1e-6,
+    rtol: float = 1e-6,
+    atol: float = 1e-8,
+    seed: int = 0,
+    context: AdContext | None = None,
+) -> None:
+    """Check f's JVP and VJP rules at ``args`` (arrays or Tensors, float64) up to ``order``.
+
+    Raises AssertionError naming the failed check and the measured error.
+    """
+    if not set(modes) <= {"fwd", "rev"} or not modes:
+        raise ValueError(f"check_grads: expected modes among 'fwd', 'rev', got {modes!r}")
+    arrays = [np.array(a, dtype=np.float64) for a in args]
+    _check(f, arrays, tuple(modes), order, h, rtol, atol, np.random.default_rng(seed), context, 1)
+
+
+def _check(f, arrays, modes, order, h, rtol, atol, rng, context, level) -> None:
+    rt = EagerRuntime(context)
+    eng = CpuEngine.serial()
+
+    def value(points):
+        xs = [rt.variable_from(Tensor(np.array(p))) for p in points]
+        return rt.with_eager_session(eng, lambda s: f(s, *xs)).value().to_numpy()
+
+    xs = [rt.variable_from(Tensor(np.array(a))) for a in arrays]
+    y = rt.with_eager_session(eng, lambda s: f(s, *xs))
+    v = [rng.standard_normal(a.shape) for a in arrays]
+    w = rng.standard_normal(y.shape)
+    fd = (value([a + h * d for a, d in zip(arrays, v)]) - value([a - h * d for a, d in zip(arrays, v)])) / (2 * h)
+    # Rounding in the difference grows with |f| / h: the absolute tolerance scales with |f|.
+    scale = max(1.0, float(np.max(np.abs(y.value().to_numpy()))) if y.value().size else 0.0)
+    if "fwd" in modes:
+        jv = _array(rt.jvp_optional(eng, y, xs, [Tensor(d) for d in v]), y.shape)
+        _close("jvp vs central difference", jv, fd, rtol, atol * scale, level)
+    if "rev" in modes:
+        gs = rt.vjp_optional(eng, y, xs, Tensor(w))
+        vjp_v = sum(float(np.vdot(_array(g, d.shape), d)) for g, d in zip(gs, v))
+        _close("<vjp(w), v> vs <w, central difference>", np.array(vjp_v), np.array(np.vdot(w, fd)), rtol, atol * scale, level)
+    if "fwd" in modes and "rev" in modes:
+        _close("dot-product test <vjp(w), v> vs <w, jvp(v)>", np.array(vjp_v), np.array(np.vdot(w, jv)), 1e-10, 1e-12, level)
+    if order <= 1:
+        return
+
+    def over_reverse(s, *ys):
+        return _inner(s, s.runtime.vjp(s.engine, f(s, *ys), list(ys), Tensor(w)), v)
+
+    def over_forward(s, *ys):
+        return _inner(s, [s.runtime.jvp(s.engine, f(s, *ys), list(ys), [Tensor(d) for d in v])], [w])
+
+    for g, mode in ((over_reverse, "rev"), (over_forward, "fwd")):
+        if mode in modes:
+            _check(g, arrays, modes, order - 1, h, rtol, atol, rng, context, level + 1)

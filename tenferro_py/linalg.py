@@ -73,17 +73,18 @@ def _full(s, shape, value, dtype):
     return s.constant_from(Tensor(np.full(shape, value, dtype=dtype)))
 
 
-def broadened_f(s, sv, eps):
-    """F_ij = d/(d² + ε²) with d = s_j² − s_i², and F_ii = 0.
+def broadened_f(s, sv, eps, cols=None):
+    """Columns [0, cols) of F: F_ij = d/(d² + ε²) with d = s_j² − s_i², and F_ii = 0.
 
     The diagonal is masked to a constant zero: as d/(d² + ε²) its derivative
     would be 1/ε², which cancels only in exact arithmetic.
     """
     k = sv.shape[0]
+    cols = k if cols is None else cols
     s2 = s.mul(sv, sv)
-    d = s.sub(s.broadcast_in_dim(s2, (k, k), (1,)), s.broadcast_in_dim(s2, (k, k), (0,)))
-    f = s.div(d, s.add(s.mul(d, d), _full(s, (k, k), eps * eps, sv.dtype)))
-    return s.mul(f, s.constant_from(Tensor(1.0 - np.eye(k, dtype=sv.dtype))))
+    d = s.sub(s.broadcast_in_dim(_columns(s, s2, cols, 0), (k, cols), (1,)), s.broadcast_in_dim(s2, (k, cols), (0,)))
+    f = s.div(d, s.add(s.mul(d, d), _full(s, (k, cols), eps * eps, sv.dtype)))
+    return s.mul(f, s.constant_from(Tensor(1.0 - np.eye(k, cols, dtype=sv.dtype))))
 
 
 def broadened_inverse(s, sv, eps):
@@ -91,9 +92,11 @@ def broadened_inverse(s, sv, eps):
     return s.div(sv, s.add(s.mul(sv, sv), _full(s, sv.shape, eps * eps, sv.dtype)))
 
 
-def _antisym(s, f, x):
-    """F ∘ (X − Xᵀ)."""
-    return s.mul(f, s.sub(x, s.transpose(x, (1, 0))))
+def _antisym_columns(s, f_cols, p):
+    """Columns [0, kk) of F ∘ (X − Xᵀ), where X = [p, 0] (p: K × kk): F's columns times p − [p[:kk]ᵀ; 0]."""
+    k, kk = p.shape
+    head_t = s.transpose(_columns(s, p, kk, 0), (1, 0))
+    return s.mul(f_cols, s.sub(p, _extend(s, head_t, k, 0)))
 
 
 def _columns(s, x, stop, axis):
@@ -161,30 +164,31 @@ def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
     (ub, ku), (sb, ks), (vb, kv) = (_leading_block(s, c, ax) for c, ax in zip(cotangents, (1, 0, 0)))
     kk = max(ku, ks, kv)  # every cotangent is zero beyond index kk
     uk, sk, vtk = _columns(s, u, kk, 1), _columns(s, sv, kk, 0), _columns(s, vt, kk, 0)
-    f = broadened_f(s, sv, eps)
-    dsv = s.broadcast_in_dim(sv, (k, k), (1,))
-    # M = F∘(UᵀŪ − ŪᵀU) S + S F∘(VᵀV̄ − V̄ᵀV); only its first kk rows and columns are nonzero.
-    m_core = p = q = None
+    # M = J S + S L with J = F∘(UᵀŪ − ŪᵀU), L = F∘(VᵀV̄ − V̄ᵀV): both symmetric and zero
+    # outside their first kk rows and columns, so only M[:, :kk] and M[:kk, :] are formed.
+    f_cols = broadened_f(s, sv, eps, kk)  # K × kk
+    s_rows = s.broadcast_in_dim(sv, (k, kk), (0,))  # s_i
+    s_cols = s.broadcast_in_dim(sk, (k, kk), (1,))  # s_j, j < kk
+    m_left = m_top = p = q = None
     if ub is not None:
         ub = _extend(s, ub, kk, 1)
-        p = s.einsum([u, ub], "ai,aj->ij")  # K × kk
-        m_core = s.mul(_antisym(s, f, _extend(s, p, k, 1)), dsv)
+        p = s.einsum([u, ub], "ai,aj->ij")  # UᵀŪ: K × kk
+        j_cols = _antisym_columns(s, f_cols, p)
+        m_left = s.mul(j_cols, s_cols)
+        m_top = s.mul(s.transpose(j_cols, (1, 0)), s.transpose(s_rows, (1, 0)))
     if vb is not None:
         vb = _extend(s, vb, kk, 0)
-        q = s.einsum([vt, vb], "ib,jb->ij")  # K × kk
-        m_core = plus(s, m_core, s.mul(s.transpose(dsv, (1, 0)), _antisym(s, f, _extend(s, q, k, 1))))
+        q = s.einsum([vt, vb], "ib,jb->ij")  # VᵀV̄: K × kk
+        l_cols = _antisym_columns(s, f_cols, q)
+        m_left = plus(s, m_left, s.mul(s_rows, l_cols))
+        m_top = plus(s, m_top, s.mul(s.transpose(s_cols, (1, 0)), s.transpose(l_cols, (1, 0))))
     abar = None
-    if m_core is not None:
-        if kk == k:
-            abar = s.einsum([u, m_core, vt], "ai,ij,jb->ab")
-        else:
-            top = _columns(s, m_core, kk, 0)  # M[:kk, :]
-            lower_left = s.slice(m_core, SliceConfig([kk, 0], [k, kk]))  # M[kk:, :kk]
+    if m_left is not None:  # U M Vᵀ = U_k M[:kk, :] Vᵀ + U[:, kk:] M[kk:, :kk] V_kᵀ
+        abar = s.einsum([uk, m_top, vt], "ai,ij,jb->ab")
+        if kk < k:
             u_rest = s.slice(u, SliceConfig([0, kk], [m, k]))
-            abar = s.add(
-                s.einsum([uk, top, vt], "ai,ij,jb->ab"),
-                s.einsum([u_rest, lower_left, vtk], "ai,ij,jb->ab"),
-            )
+            m_rest = s.slice(m_left, SliceConfig([kk, 0], [k, kk]))
+            abar = s.add(abar, s.einsum([u_rest, m_rest, vtk], "ai,ij,jb->ab"))
     if sb is not None:
         abar = plus(s, abar, s.einsum([uk, _extend(s, sb, kk, 0), vtk], "ai,i,ib->ab"))
     if m > k and ub is not None:  # (I − UUᵀ) Ū S⁻¹ Vᵀ

@@ -130,8 +130,10 @@ class EagerSession:
         return self.bind(_st.transpose, x, perm=perm)[0]
 
     def reshape(self, x: EagerTensor, shape: Sequence[int]) -> EagerTensor:
-        """Same elements in column-major order, new shape."""
-        return self.bind(_st.reshape, x, shape=check_shape("reshape", shape))[0]
+        """Same elements in column-major order, new shape (to the same shape: x itself)."""
+        x = self._operand("reshape", x)
+        shape = check_shape("reshape", shape)
+        return x if shape == x.shape else self.bind(_st.reshape, x, shape=shape)[0]
 
     def slice(self, x: EagerTensor, config: SliceConfig) -> EagerTensor:
         """x[starts:limits:strides] per axis (limits exclusive)."""

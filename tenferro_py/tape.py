@@ -158,26 +158,16 @@ def _key(x: EagerTensor) -> tuple[Any, int]:
     return (x._node, x._index)
 
 
-def _ancestors(roots: Iterable[EagerTensor], stop: set) -> tuple[list[Node], set]:
-    """Recorded nodes that the roots depend on, in topological order.
-
-    The walk does not go past tensors whose key is in ``stop``; it returns the
-    stop keys it met, so callers know which of them reach a root.
-    """
+def _ancestors(roots: Iterable[EagerTensor]) -> list[Node]:
+    """Recorded nodes that the roots depend on, in topological order."""
     seen: dict[int, Node] = {}
-    met = set()
     todo = list(roots)
     while todo:
-        x = todo.pop()
-        key = _key(x)
-        if key in stop:
-            met.add(key)
-            continue
-        node = x._node
+        node = todo.pop()._node
         if type(node) is Node and node.id not in seen:
             seen[node.id] = node
             todo.extend(node.inputs)
-    return [seen[i] for i in sorted(seen)], met
+    return [seen[i] for i in sorted(seen)]
 
 
 def densify(s: "EagerSession", ct: "EagerTensor | Embedded") -> EagerTensor:
@@ -187,8 +177,8 @@ def densify(s: "EagerSession", ct: "EagerTensor | Embedded") -> EagerTensor:
     return ct
 
 
-def add_cotangents(s: "EagerSession", a: Any, b: Any) -> Any:
-    """Sum of two cotangents, keeping symbolic zeros and like Embedded blocks sparse."""
+def accumulate(s: "EagerSession", a: Any, b: Any) -> Any:
+    """Sum of two tangents or cotangents, keeping symbolic zeros and like Embedded blocks sparse."""
     if a is None:
         return b
     if b is None:
@@ -213,47 +203,49 @@ def reverse_sweep(
 ) -> tuple[dict, set]:
     """Propagate cotangents from (output, cotangent) pairs back to ``wrt``.
 
-    With ``wrt`` None, every reachable variable is a target. Returns the
-    cotangent per reached target key (absent means a symbolic zero) and the set
-    of target keys that reach some root.
+    With ``wrt`` None, every reachable variable is a target. A target may be an
+    intermediate, even one downstream of another target: its cotangent is all
+    that flows into it. Returns the cotangent per reached target key (absent
+    means a symbolic zero) and the set of target keys that reach some root.
     """
-    stop = {_key(w) for w in wrt} if wrt is not None else set()
-    nodes, met = _ancestors((out for out, _ in roots), stop)
+    targets = None if wrt is None else {_key(w) for w in wrt if w._node is not None}
+
+    def is_target(x: EagerTensor) -> bool:
+        if targets is None:
+            return type(x._node) is Leaf
+        return x._node is not None and _key(x) in targets
+
+    nodes = _ancestors(out for out, _ in roots)
     # Only nodes downstream of a target carry cotangents worth computing.
     live: set[int] = set()
+    met = {_key(out) for out, _ in roots if is_target(out)}
     for node in nodes:
         for x in node.inputs:
-            key = _key(x)
-            if key in stop or (wrt is None and type(x._node) is Leaf):
-                met.add(key)
+            if is_target(x):
+                met.add(_key(x))
                 live.add(node.id)
-            elif x._node is not None and x._node.id in live:
+            elif type(x._node) is Node and x._node.id in live:
                 live.add(node.id)
-    for out, _ in roots:
-        key = _key(out)
-        if key in stop or (wrt is None and type(out._node) is Leaf):
-            met.add(key)
     cts: dict = {}
     for out, ct in roots:
-        cts[_key(out)] = add_cotangents(s, cts.get(_key(out)), ct)
+        cts[_key(out)] = accumulate(s, cts.get(_key(out)), ct)
     for node in reversed(nodes):
         if node.id not in live:
             continue
-        out_cts = [cts.pop((node, i), None) for i in range(len(node.values))]
+        keys = [(node, i) for i in range(len(node.values))]
+        out_cts = [cts.get(k) if k in met else cts.pop(k, None) for k in keys]
         if all(c is None for c in out_cts):
             continue
         rule = _rule(rules, node, "vjp")
         if not rule.embedded_cotangents:
             out_cts = [None if c is None else densify(s, c) for c in out_cts]
-        needs = tuple(
-            _key(x) in met or (x._node is not None and x._node.id in live) for x in node.inputs
-        )
+        needs = tuple(is_target(x) or (type(x._node) is Node and x._node.id in live) for x in node.inputs)
         in_cts = rule.vjp(s, out_cts, node.inputs, output_tensors(s.runtime, node), needs, **node.params)
         for x, need, ct in zip(node.inputs, needs, in_cts):
             if need and ct is not None:
                 key = _key(x)
-                cts[key] = add_cotangents(s, cts.get(key), ct)
-    return {k: v for k, v in cts.items() if k in met}, met
+                cts[key] = accumulate(s, cts.get(key), ct)
+    return {k: cts[k] for k in met if k in cts}, met
 
 
 def forward_sweep(
@@ -264,18 +256,28 @@ def forward_sweep(
 ) -> tuple[list, set]:
     """Push tangents from (input, tangent) pairs forward to ``outs``.
 
+    Seeds of one tensor add up, and a seeded intermediate also receives what
+    flows into it from seeded ancestors (the transpose of :func:`reverse_sweep`).
     Returns the tangent of each output (None for a symbolic zero) and the set
     of seed keys that reach some output.
     """
-    tans = {_key(w): t for w, t in seeds}
-    nodes, met = _ancestors(outs, set(tans))
+    tans: dict = {}
+    for w, t in seeds:
+        tans[_key(w)] = accumulate(s, tans.get(_key(w)), t)
+    nodes = _ancestors(outs)
+    met = {_key(o) for o in outs if _key(o) in tans}
     for node in nodes:
-        in_tans = [tans.get(_key(x)) for x in node.inputs]
+        in_tans = []
+        for x in node.inputs:
+            t = tans.get(_key(x))
+            if t is not None:
+                met.add(_key(x))
+            in_tans.append(t)
         if all(t is None for t in in_tans):
             continue
         rule = _rule(rules, node, "jvp")
         out_tans = rule.jvp(s, in_tans, node.inputs, output_tensors(s.runtime, node), **node.params)
         for i, t in enumerate(out_tans):
             if t is not None:
-                tans.setdefault((node, i), t)
+                tans[(node, i)] = accumulate(s, tans.get((node, i)), t)
     return [tans.get(_key(o)) for o in outs], met

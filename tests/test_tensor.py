@@ -1,0 +1,155 @@
+"""Tensor (column-major host data), EagerTensor basics, CpuEngine and Pool."""
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+import tenferro_py as tf
+
+
+# --- Tensor: column-major ----------------------------------------------------------
+
+
+def test_from_vec_col_major_reads_columns():
+    t = tf.Tensor.from_vec_col_major([2, 3], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert t.shape == (2, 3) and t.ndim == 2 and t.size == 6
+    assert t.dtype == np.float64
+    np.testing.assert_array_equal(t.to_numpy(), [[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]])
+    np.testing.assert_array_equal(t.as_slice(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 3), (2, 3, 4), (1, 5, 1)])
+def test_as_slice_roundtrip(rng, shape):
+    data = rng.standard_normal(int(np.prod(shape)))
+    t = tf.Tensor.from_vec_col_major(list(shape), data)
+    assert t.shape == shape
+    np.testing.assert_array_equal(t.as_slice(), data)
+    np.testing.assert_array_equal(t.to_numpy(), data.reshape(shape, order="F"))
+    # from_numpy keeps NumPy's indexing; as_slice is then its Fortran-order flattening.
+    u = tf.Tensor.from_numpy(t.to_numpy())
+    np.testing.assert_array_equal(u.as_slice(), data)
+
+
+def test_rank3_element_by_hand():
+    t = tf.Tensor.from_vec_col_major([2, 3, 4], np.arange(24.0))
+    a = t.to_numpy()
+    for i, j, k in [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 2, 3), (0, 2, 1)]:
+        assert a[i, j, k] == i + 2 * j + 6 * k
+
+
+def test_scalar_tensor():
+    t = tf.Tensor.from_vec_col_major([], [2.5])
+    assert t.shape == () and t.item() == 2.5
+    s = tf.Tensor.scalar(1.5)
+    assert s.shape == () and s.dtype == np.float64 and s.item() == 1.5
+    assert tf.Tensor.scalar(1.5, np.float32).dtype == np.float32
+
+
+def test_empty_shape_dimension():
+    t = tf.Tensor.from_vec_col_major([0, 3], [])
+    assert t.shape == (0, 3) and t.size == 0
+
+
+def test_dtypes():
+    assert tf.Tensor.from_vec_col_major([2], [1, 2]).dtype == np.float64  # ints become float64
+    assert tf.Tensor.from_vec_col_major([2], np.array([1, 2], np.float32)).dtype == np.float32
+    assert tf.Tensor(np.array([True, False])).dtype == np.float64
+    with pytest.raises(tf.DTypeMismatch):
+        tf.Tensor(np.array([1j]))
+
+
+def test_tensor_is_immutable():
+    data = np.array([[1.0, 2.0], [3.0, 4.0]])
+    t = tf.Tensor.from_numpy(data)
+    data[0, 0] = 99.0  # from_numpy copies
+    assert t.to_numpy()[0, 0] == 1.0
+    with pytest.raises(ValueError):
+        t.as_slice()[0] = 5.0  # read-only view
+    view = t.to_numpy()
+    view[0, 0] = 7.0  # to_numpy is a writable copy
+    assert t.to_numpy()[0, 0] == 1.0
+    np.testing.assert_array_equal(np.asarray(t), [[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_from_vec_col_major_does_not_alias_input():
+    data = np.arange(4.0)
+    t = tf.Tensor.from_vec_col_major([2, 2], data)
+    data[0] = 42.0
+    assert t.as_slice()[0] == 0.0
+
+
+# --- EagerTensor ------------------------------------------------------------------
+
+
+def test_eager_tensor_properties(rt, eng):
+    t = tf.Tensor.from_vec_col_major([2, 3], np.arange(6.0))
+    x = rt.variable_from(t)
+    c = rt.constant_from(t)
+    assert x.shape == (2, 3) and x.dtype == np.float64 and x.ndim == 2
+    assert x.is_tracked and x.is_leaf
+    assert not c.is_tracked and not c.is_leaf
+    assert x.runtime is rt and c.runtime is rt
+    y = rt.with_eager_session(eng, lambda s: s.exp(x))
+    assert y.is_tracked and not y.is_leaf
+    assert "variable" in repr(x) and "constant" in repr(c) and "tracked" in repr(y)
+    np.testing.assert_array_equal(x.value().as_slice(), np.arange(6.0))
+    np.testing.assert_array_equal(c.to_tensor(eng).as_slice(), np.arange(6.0))
+    assert rt.with_eager_session(eng, lambda s: s.reduce_sum(x)).item() == 15.0
+
+
+def test_session_returns_f_result_and_exposes_engine(rt, eng):
+    out = rt.with_eager_session(eng, lambda s: (s.engine, s.runtime, 7))
+    assert out == (eng, rt, 7)
+
+
+def test_session_reshape_keeps_column_major_data(rt, eng):
+    t = tf.Tensor.from_vec_col_major([2, 3], np.arange(6.0))
+    y = rt.with_eager_session(eng, lambda s: s.reshape(rt.variable_from(t), [3, 2]))
+    np.testing.assert_array_equal(y.value().as_slice(), np.arange(6.0))
+    np.testing.assert_array_equal(y.value().to_numpy(), np.arange(6.0).reshape(3, 2, order="F"))
+
+
+def test_session_zeros_is_constant(rt, eng):
+    z = rt.with_eager_session(eng, lambda s: s.zeros((2, 2)))
+    assert not z.is_tracked
+    np.testing.assert_array_equal(z.value().to_numpy(), np.zeros((2, 2)))
+
+
+def test_host_tensor_accepted_as_operand(rt, eng):
+    x = rt.variable_from(tf.Tensor.from_vec_col_major([2], [1.0, 2.0]))
+    y = rt.with_eager_session(eng, lambda s: s.mul(x, tf.Tensor.from_vec_col_major([2], [3.0, 4.0])))
+    np.testing.assert_array_equal(y.value().as_slice(), [3.0, 8.0])
+    assert y.is_tracked
+
+
+# --- CpuEngine and Pool -----------------------------------------------------------------
+
+
+def test_pool_builder():
+    assert tf.Pool.builder().build().threads == 1
+    p = tf.Pool.builder().threads(3).build()
+    assert isinstance(p, tf.Pool) and p.threads == 3
+    assert isinstance(tf.Pool.builder(), tf.PoolBuilder)
+    assert tf.Pool.builder().threads(4).threads(2).build().threads == 2
+
+
+def test_cpu_engine_width():
+    assert tf.CpuEngine.serial().width == 1
+    assert tf.CpuEngine(tf.Pool.builder().threads(2).build()).width == 2
+
+
+def _blas_threads():
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_serial_engine_runs_blas_on_one_thread(rt):
+    before = _blas_threads()
+    inside = rt.with_eager_session(tf.CpuEngine.serial(), lambda s: _blas_threads())
+    assert inside and all(n == 1 for n in inside)
+    assert _blas_threads() == before  # restored after the session
+
+
+def test_engine_runs_kernels():
+    e = tf.CpuEngine.serial()
+    assert e.run(np.add, 2.0, 3.0) == 5.0
+    assert "width=1" in repr(e)

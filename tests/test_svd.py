@@ -545,3 +545,21 @@ def test_offset_and_strided_slices_of_u_equal_dense(rt, eng, rng, starts, limits
     g1 = rt.grad(eng, y1, x).value().to_numpy()
     g2 = rt.grad(eng, y2, x).value().to_numpy()
     np.testing.assert_allclose(g1, g2, rtol=0, atol=1e-12 * max(1.0, np.abs(g2).max()))
+
+
+def test_gesvd_fallback_when_gesdd_does_not_converge(rt, eng, rng, monkeypatch):
+    """When gesdd (numpy.linalg.svd) raises LinAlgError, gesvd gives the factors; when both fail, LinalgError."""
+    a = rng.standard_normal((5, 3))
+
+    def no_convergence(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(np.linalg, "svd", no_convergence)
+    u, s, vt = rt.with_eager_session(eng, lambda ss: ss.svd(ss.constant_from(tf.Tensor(a))))
+    np.testing.assert_allclose((u.value().to_numpy() * s.value().to_numpy()) @ vt.value().to_numpy(), a, atol=1e-13)
+
+    import scipy.linalg
+
+    monkeypatch.setattr(scipy.linalg, "svd", no_convergence)
+    with pytest.raises(tf.LinalgError, match="svd"):
+        rt.with_eager_session(eng, lambda ss: ss.svd(ss.constant_from(tf.Tensor(a))))

@@ -145,8 +145,18 @@ def specific_heat(beta):
     return 2 * bracket * (beta / t) * (beta / t)
 
 
+def main(argv):
+    """Print lnZ/N, u and c for each β of argv (default 0.3 0.4 0.44 0.5 0.6)."""
+    try:
+        betas = [float(a) for a in argv] or [0.3, 0.4, 0.44, 0.5, 0.6]
+        rows = [(b, ln_z(b), energy(b), specific_heat(b)) for b in betas]
+    except ValueError as err:
+        print(f"onsager.py: beta must be a finite number > 0 ({err})", file=sys.stderr)
+        return 2
+    for b, lnz, u, c in rows:
+        print(f"beta={b} lnZ/N={lnz:.15f} u={u:.15f} c={c:.12f}")
+    return 0
+
+
 if __name__ == "__main__":
-    betas = [float(a) for a in sys.argv[1:]] or [0.3, 0.4, 0.44, 0.5, 0.6]
-    for b in betas:
-        print(f"beta={b} lnZ/N={ln_z(b):.15f} u={energy(b):.15f} "
-              f"c={specific_heat(b):.12f}")
+    sys.exit(main(sys.argv[1:]))

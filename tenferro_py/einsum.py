@@ -1,6 +1,9 @@
 """einsum: subscripts parsed and checked once, contraction planned by opt_einsum.
 
-Plans are cached per (subscripts, shapes). The JVP sums one einsum per operand
+Plans are cached per (subscripts, shapes). An einsum of more than two operands
+is recorded as the pairwise contractions of its opt_einsum path, so the
+reverse sweep reuses the intermediates (and the independent pairs may run side
+by side) instead of recontracting all other operands for each one. The JVP sums one einsum per operand
 with its tangent in place; the VJP of an operand is the einsum of the output
 cotangent with the other operands, broadcast over indices only that operand
 has, and put back on the diagonal where the operand repeats an index (a trace).
@@ -9,6 +12,7 @@ has, and put back on the diagonal where the operand repeats an index (a trace).
 from __future__ import annotations
 
 import functools
+import math
 import string
 from typing import Sequence
 
@@ -66,6 +70,23 @@ def parse(subscripts: object, shapes: Sequence[tuple[int, ...]]) -> tuple[tuple[
 def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]):
     """The opt_einsum contraction expression for these subscripts and shapes (cached)."""
     return opt_einsum.contract_expression(",".join(inputs) + "->" + output, *shapes, optimize="auto")
+
+
+@functools.lru_cache(maxsize=4096)
+def pairwise_steps(
+    inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]
+) -> tuple[tuple[tuple[int, ...], tuple[str, ...], str], ...]:
+    """opt_einsum's path as steps (positions to pop, their subscripts, result subscript), cached.
+
+    Each step pops the operands at ``positions`` (in that order) from the list of
+    remaining operands and appends their contraction.
+    """
+    _, info = opt_einsum.contract_path(",".join(inputs) + "->" + output, *shapes, shapes=True, optimize="auto")
+    steps = []
+    for positions, _, spec, _, _ in info.contraction_list:
+        lhs, rhs = spec.split("->")
+        steps.append((tuple(positions), tuple(lhs.split(",")), rhs))
+    return tuple(steps)
 
 
 def _abstract(*avals: Aval, inputs, output) -> tuple[Aval]:
@@ -128,4 +149,10 @@ def _vjp(s, cotangents, primals, outputs, needs, inputs, output):
     )
 
 
-einsum_p = _RULES.define("einsum", _abstract, _impl, _jvp, _vjp)
+def _cost(in_avals, out_avals, params) -> float:
+    """Multiply-adds of a direct contraction: the product of every index's size."""
+    sizes = {c: n for sub, a in zip(params["inputs"], in_avals) for c, n in zip(sub, a.shape)}
+    return float(math.prod(sizes.values()))
+
+
+einsum_p = _RULES.define("einsum", _abstract, _impl, _jvp, _vjp, cost=_cost)

@@ -200,4 +200,12 @@ def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
     return (abar,)
 
 
-svd_p = _RULES.define("svd", _svd_abstract, _svd_impl, _svd_jvp, _svd_vjp, embedded_cotangents=True)
+svd_p = _RULES.define(
+    "svd",
+    _svd_abstract,
+    _svd_impl,
+    _svd_jvp,
+    _svd_vjp,
+    embedded_cotangents=True,
+    cost=lambda in_avals, out_avals, params: 10.0 * math.prod(in_avals[0].shape) * out_avals[1].shape[0],
+)

@@ -18,8 +18,9 @@ themselves differentiable; ``None`` stands for a symbolic zero):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from .errors import InvalidArgument
 
@@ -33,12 +34,20 @@ class Primitive:
 
     ``abstract(*avals, **params)`` returns the output avals (or raises a
     TenferroError naming the op); ``impl(*arrays, **params)`` returns the output
-    arrays, always as a tuple.
+    arrays, always as a tuple. ``cost(in_avals, out_avals, params)`` estimates
+    its work in flops (default: the number of output elements); a wide engine
+    hands costly kernels to its workers and runs cheap ones in place.
     """
 
     name: str
     abstract: Callable[..., tuple]
     impl: Callable[..., tuple]
+    cost: Callable[..., float] | None = None
+
+    def flops(self, in_avals: tuple, out_avals: tuple, params: dict) -> float:
+        if self.cost is not None:
+            return self.cost(in_avals, out_avals, params)
+        return float(sum(math.prod(a.shape) for a in out_avals))
 
     def __repr__(self) -> str:
         return f"Primitive({self.name})"
@@ -74,12 +83,13 @@ class RuleSet:
         jvp: JvpRule,
         vjp: VjpRule,
         embedded_cotangents: bool = False,
+        cost: Callable[..., float] | None = None,
     ) -> Primitive:
         """Make a primitive and register its rules here: forward and rules in one place."""
         if name in self._rules:
             raise InvalidArgument("RuleSet.define", f"a new primitive name", f"{name!r} twice")
         self._rules[name] = Rule(jvp, vjp, embedded_cotangents)
-        return Primitive(name, abstract, impl)
+        return Primitive(name, abstract, impl, cost)
 
     def merge(self, other: "RuleSet") -> "RuleSet":
         """A new set with the rules of both; one name with two different rules is an error."""
@@ -106,8 +116,3 @@ class RuleSet:
 
     def __repr__(self) -> str:
         return f"RuleSet({', '.join(self.names())})"
-
-
-def params_repr(params: Mapping[str, Any]) -> str:
-    """Short text of an op's parameters, for messages."""
-    return ", ".join(f"{k}={v!r}" for k, v in params.items())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import weakref
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
@@ -16,7 +17,7 @@ from .ops import CORE_RULES
 from .rules import RuleSet
 from .session import EagerSession
 from .tape import EagerTensor, Leaf, densify, forward_sweep, reverse_sweep
-from .tensor import Tensor
+from .tensor import Aval, Tensor
 
 R = TypeVar("R")
 
@@ -106,24 +107,25 @@ class EagerRuntime:
 
     # --- values -------------------------------------------------------------
 
-    def _host_value(self, op: str, t: object) -> np.ndarray:
+    def _host_value(self, op: str, t: object) -> tuple[Any, Aval]:
+        """(value, aval) of a Tensor or of an EagerTensor of this runtime (its value may be pending)."""
         if isinstance(t, Tensor):
-            return t._array
+            return t._array, Aval(t.shape, t.dtype)
         if isinstance(t, EagerTensor):
             self.check_owned(op, t)
-            return t._value
+            return t._value, t._aval
         raise InvalidArgument(op, "a Tensor or an EagerTensor", type(t).__name__)
 
     def variable_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
         """A tracked leaf with a grad slot; from an EagerTensor, a fresh leaf (the trace is cut)."""
-        value = self._host_value("variable_from", t)
-        leaf = Leaf(value.shape, value.dtype)
+        value, aval = self._host_value("variable_from", t)
+        leaf = Leaf(aval.shape, aval.dtype)
         self._leaves.add(leaf)
-        return EagerTensor(self, value, leaf)
+        return EagerTensor(self, value, aval, leaf)
 
     def constant_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
         """An untracked tensor."""
-        return EagerTensor(self, self._host_value("constant_from", t))
+        return EagerTensor(self, *self._host_value("constant_from", t))
 
     def check_owned(self, op: str, x: object) -> EagerTensor:
         """x as an EagerTensor of this runtime, or a clear error."""
@@ -216,7 +218,7 @@ class EagerRuntime:
 
     def _scalar_seed(self, op: str, out: Any) -> Tensor:
         out = self.check_owned(op, out)
-        if out.value().size != 1:
+        if math.prod(out.shape) != 1:
             raise NonScalarGrad(op, "a scalar output (one element)", f"shape {list(out.shape)}")
         return Tensor(np.ones(out.shape, dtype=out.dtype))
 
@@ -270,5 +272,5 @@ class EagerRuntime:
             cts, met = reverse_sweep(s, self._ad.rules, [(out, seed)], None)
             for leaf, _ in met:
                 ct = cts.get((leaf, 0))
-                incoming = densify(s, ct)._value if ct is not None else np.zeros(leaf.shape, leaf.dtype)
+                incoming = densify(s, ct).value()._array if ct is not None else np.zeros(leaf.shape, leaf.dtype)
                 leaf.grad = incoming if leaf.grad is None else leaf.grad + incoming

@@ -17,7 +17,7 @@ from .ops import elementwise as _ew
 from .ops import structural as _st
 from .ops.structural import SliceConfig
 from .tape import EagerTensor, Node
-from .tensor import Tensor, check_shape, frozen
+from .tensor import Tensor, check_shape
 
 if TYPE_CHECKING:
     from .engine import CpuEngine
@@ -46,14 +46,13 @@ class EagerSession:
         """Check, run and (when tracked) record one primitive; returns its outputs."""
         rt = self._rt
         xs = tuple(self._operand(prim.name, x) for x in inputs)
-        prim.abstract(*(x.aval for x in xs), **params)
-        values = tuple(
-            frozen(np.asarray(v)) for v in self._engine.run(prim.impl, *(x._value for x in xs), **params)
-        )
+        in_avals = tuple(x._aval for x in xs)
+        avals = prim.abstract(*in_avals, **params)
+        values = self._engine.run(prim, [x._value for x in xs], params, in_avals, avals)
         if rt.recording and any(x._node is not None for x in xs):
-            node = Node(prim, params, xs, values)
-            return tuple(EagerTensor(rt, v, node, i) for i, v in enumerate(values))
-        return tuple(EagerTensor(rt, v) for v in values)
+            node = Node(prim, params, xs, values, avals)
+            return tuple(EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals)))
+        return tuple(EagerTensor(rt, v, a) for v, a in zip(values, avals))
 
     def _operand(self, op: str, x: object) -> EagerTensor:
         if isinstance(x, Tensor):
@@ -159,7 +158,12 @@ class EagerSession:
             raise InvalidArgument("einsum", "a non-empty list of operands", repr(operands))
         xs = [self._operand("einsum", x) for x in operands]
         inputs, output = _einsum.parse(subscripts, [x.shape for x in xs])
-        return self.bind(_einsum.einsum_p, *xs, inputs=inputs, output=output)[0]
+        if len(xs) <= 2:
+            return self.bind(_einsum.einsum_p, *xs, inputs=inputs, output=output)[0]
+        for positions, ins, out in _einsum.pairwise_steps(inputs, output, tuple(x.shape for x in xs)):
+            picked = [xs.pop(p) for p in positions]
+            xs.append(self.bind(_einsum.einsum_p, *picked, inputs=ins, output=out)[0])
+        return xs[0]
 
     def svd(
         self, x: EagerTensor, derivative_eps: float | None = None

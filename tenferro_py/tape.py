@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
+from .engine import Pending, resolve
 from .errors import Unsupported
 from .tensor import Aval, Tensor
 
@@ -45,14 +46,15 @@ class Leaf:
 class Node:
     """One recorded op: primitive, parameters, inputs and output values."""
 
-    __slots__ = ("id", "prim", "params", "inputs", "values", "__weakref__")
+    __slots__ = ("id", "prim", "params", "inputs", "values", "avals", "__weakref__")
 
-    def __init__(self, prim: "Primitive", params: dict, inputs: tuple, values: tuple):
+    def __init__(self, prim: "Primitive", params: dict, inputs: tuple, values: tuple, avals: tuple):
         self.id = next(_ids)
         self.prim = prim
         self.params = params
         self.inputs = inputs
         self.values = values
+        self.avals = avals
 
 
 class EagerTensor:
@@ -62,29 +64,37 @@ class EagerTensor:
     with a tracked input; constants carry no derivative.
     """
 
-    __slots__ = ("_rt", "_value", "_node", "_index")
+    __slots__ = ("_rt", "_value", "_aval", "_node", "_index")
 
-    def __init__(self, rt: "EagerRuntime", value: np.ndarray, node: Leaf | Node | None = None, index: int = 0):
+    def __init__(
+        self,
+        rt: "EagerRuntime",
+        value: "np.ndarray | Pending",
+        aval: Aval,
+        node: Leaf | Node | None = None,
+        index: int = 0,
+    ):
         self._rt = rt
-        self._value = value
+        self._value = value  # the array, or its kernel's Pending output on a wide engine
+        self._aval = aval
         self._node = node
         self._index = index
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._value.shape
+        return self._aval.shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self._value.dtype
+        return self._aval.dtype
 
     @property
     def ndim(self) -> int:
-        return self._value.ndim
+        return len(self._aval.shape)
 
     @property
     def aval(self) -> Aval:
-        return Aval(self._value.shape, self._value.dtype)
+        return self._aval
 
     @property
     def runtime(self) -> "EagerRuntime":
@@ -101,12 +111,12 @@ class EagerTensor:
         return isinstance(self._node, Leaf)
 
     def value(self) -> Tensor:
-        """The host value (shares the immutable buffer)."""
-        return Tensor(self._value)
+        """The host value (shares the immutable buffer); waits for its kernel if needed."""
+        return Tensor(resolve(self._value))
 
     def to_tensor(self, engine: "CpuEngine") -> Tensor:
         """A host copy of the value (tenferro's ``to_tensor(&mut eng)``)."""
-        return Tensor(np.array(self._value))
+        return Tensor(np.array(resolve(self._value)))
 
     def item(self) -> float:
         """The value of a one-element tensor as a Python number."""
@@ -138,7 +148,7 @@ class EagerTensor:
 
 def output_tensors(rt: "EagerRuntime", node: Node) -> tuple[EagerTensor, ...]:
     """The outputs of a recorded node, as tracked tensors (the rules' view of residuals)."""
-    return tuple(EagerTensor(rt, v, node, i) for i, v in enumerate(node.values))
+    return tuple(EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(node.values, node.avals)))
 
 
 class Embedded(NamedTuple):

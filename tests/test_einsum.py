@@ -154,23 +154,38 @@ def test_mixed_constant_and_variable_operands(rt, eng, rng):
     np.testing.assert_array_equal(z.value().to_numpy(), y.value().to_numpy())
 
 
-def test_plan_cache_hits_on_repeat(rt, run, rng):
+@pytest.mark.parametrize(
+    "subscripts, shapes, other, cache",
+    [
+        # Two operands: one contraction, planned once per (subscripts, shapes).
+        ("ab,bc->ac", [(7, 5), (5, 3)], [(7, 5), (5, 4)], "plan"),
+        # More: the pairwise path, planned once per (subscripts, shapes).
+        ("ab,bc,cd->ad", [(7, 5), (5, 3), (3, 6)], [(7, 5), (5, 4), (4, 6)], "pairwise_steps"),
+    ],
+)
+def test_plan_cache_hits_on_repeat(rt, run, rng, subscripts, shapes, other, cache):
     # Shapes no other test uses, so the first call is a miss whatever ran before.
-    shapes = [(7, 5), (5, 3), (3, 6)]
+    cached = getattr(tf.einsum, cache)
     xs = [rt.constant_from(tf.Tensor(rng.standard_normal(sh))) for sh in shapes]
-    before = tf.einsum.plan.cache_info()
-    first = run(lambda s: s.einsum(xs, "ab,bc,cd->ad"))
-    after_first = tf.einsum.plan.cache_info()
+    before = cached.cache_info()
+    first = run(lambda s: s.einsum(xs, subscripts))
+    after_first = cached.cache_info()
     assert after_first.misses == before.misses + 1
-    second = run(lambda s: s.einsum(xs, "ab,bc,cd->ad"))
-    after_second = tf.einsum.plan.cache_info()
+    second = run(lambda s: s.einsum(xs, subscripts))
+    after_second = cached.cache_info()
     assert after_second.hits > after_first.hits
     assert after_second.misses == after_first.misses
     np.testing.assert_array_equal(first.value().to_numpy(), second.value().to_numpy())
     # Other shapes, same subscripts: a new plan.
-    ys = [rt.constant_from(tf.Tensor(rng.standard_normal(sh))) for sh in [(7, 5), (5, 4), (4, 6)]]
-    run(lambda s: s.einsum(ys, "ab,bc,cd->ad"))
-    assert tf.einsum.plan.cache_info().misses == after_second.misses + 1
+    ys = [rt.constant_from(tf.Tensor(rng.standard_normal(sh))) for sh in other]
+    run(lambda s: s.einsum(ys, subscripts))
+    assert cached.cache_info().misses == after_second.misses + 1
+
+
+def test_many_operands_are_recorded_as_pairwise_contractions(rt, eng, rng):
+    xs = [rt.variable_from(tf.Tensor(rng.standard_normal((3, 3)))) for _ in range(4)]
+    y = rt.with_eager_session(eng, lambda s: s.einsum(xs, "ab,bc,cd,de->ae"))
+    assert len(y._node.inputs) == 2
 
 
 def test_plan_cache_is_an_lru_cache():

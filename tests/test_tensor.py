@@ -150,6 +150,38 @@ def test_serial_engine_runs_blas_on_one_thread(rt):
 
 
 def test_engine_runs_kernels():
+    """Width 1 runs a kernel at once; width 2 queues it and its outputs are Pending until read."""
+    from tenferro_py.engine import Pending, resolve
+
+    from tenferro_py.rules import Primitive
+    from tenferro_py.tensor import Aval
+
+    scalar = (Aval((), np.dtype(np.float64)),)
+    add = Primitive("add", None, lambda a, b: (np.add(a, b),))
+    costly_add = Primitive("add", None, lambda a, b: (np.add(a, b),), cost=lambda *_: 1e12)
     e = tf.CpuEngine.serial()
-    assert e.run(np.add, 2.0, 3.0) == 5.0
+    (out,) = e.run(add, [2.0, 3.0], {}, scalar * 2, scalar)
+    assert out == 5.0 and not out.flags.writeable
     assert "width=1" in repr(e)
+    wide = tf.CpuEngine(tf.Pool.builder().threads(2).build())
+    with wide.active():
+        (cheap,) = wide.run(add, [2.0, 3.0], {}, scalar * 2, scalar)  # ready and cheap: run in place
+        assert not isinstance(cheap, Pending)
+        (first,) = wide.run(costly_add, [2.0, 3.0], {}, scalar * 2, scalar)  # costly: to a worker
+        (second,) = wide.run(add, [first, 1.0], {}, scalar * 2, scalar)  # runs once its input is done
+        assert isinstance(first, Pending)
+    assert resolve(second) == 6.0
+
+
+def test_wide_engine_raises_kernel_errors_when_the_session_ends():
+    def boom():
+        raise FloatingPointError("kernel failed")
+
+    from tenferro_py.rules import Primitive
+    from tenferro_py.tensor import Aval
+
+    failing = Primitive("boom", None, boom, cost=lambda *_: 1e12)
+    wide = tf.CpuEngine(tf.Pool.builder().threads(2).build())
+    with pytest.raises(FloatingPointError, match="kernel failed"):
+        with wide.active():
+            wide.run(failing, [], {}, (), (Aval((), np.dtype(np.float64)),))

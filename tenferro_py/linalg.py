@@ -135,24 +135,43 @@ def _leading_block(s, ct, axis):
     return s.pad(ct.block, shape, ct.starts, ct.strides) if ct.starts[axis] else ct.block, stop
 
 
-def _svd_jvp(s, tangents, primals, outputs, derivative_eps):
+def _svd_jvp(s, tangents, primals, outputs, extents, derivative_eps):
+    """dU, dS, dVt of SPEC §3, only in the leading kk columns (rows of Vt) downstream reads.
+
+    With dP = Uᵀ dA V only its first kk columns and rows enter: dP[:, :kk] and
+    dP[:kk, :] cost O(m n kk), and so does every product below.
+    """
     (da,), (a,), (u, sv, vt) = tangents, primals, outputs
     m, n = a.shape
     k = sv.shape[0]
     eps = _eps(s, derivative_eps)
-    f = broadened_f(s, sv, eps)
-    dp = s.einsum([u, da, vt], "ai,ab,jb->ij")  # Uᵀ dA V
-    ds = s.einsum([dp], "ii->i")
-    dps = s.mul(dp, s.broadcast_in_dim(sv, (k, k), (1,)))  # dP S
-    sdp = s.mul(s.broadcast_in_dim(sv, (k, k), (0,)), dp)  # S dP
-    du = s.einsum([u, s.mul(f, s.add(dps, s.transpose(dps, (1, 0))))], "ai,ij->aj")
-    dvt = s.einsum([s.mul(f, s.add(sdp, s.transpose(sdp, (1, 0)))), vt], "ji,jb->ib")
-    if m > k:  # (I − UUᵀ) dA V S⁻¹
-        rest = s.sub(s.einsum([da, vt], "ab,jb->aj"), s.einsum([u, dp], "ai,ij->aj"))
-        du = s.add(du, s.einsum([rest, broadened_inverse(s, sv, eps)], "aj,j->aj"))
-    if n > k:  # S⁻¹ Uᵀ dA (I − VVᵀ)
-        rest = s.sub(s.einsum([u, da], "ai,ab->ib"), s.einsum([dp, vt], "ij,jb->ib"))
-        dvt = s.add(dvt, s.einsum([broadened_inverse(s, sv, eps), rest], "i,ib->ib"))
+    kk = max(0 if e is None else e[ax][1] for e, ax in zip(extents, (1, 0, 0)))
+    uk, sk, vtk = _columns(s, u, kk, 1), _columns(s, sv, kk, 0), _columns(s, vt, kk, 0)
+    dp_left = s.einsum([u, da, vtk], "ai,ab,jb->ij")  # (Uᵀ dA V)[:, :kk]
+    if kk == k:
+        dp_top_t = s.transpose(dp_left, (1, 0))
+    else:
+        dp_top_t = s.einsum([uk, da, vt], "aj,ab,ib->ij")  # (Uᵀ dA V)[:kk, :]ᵀ
+    f_cols = broadened_f(s, sv, eps, kk)
+    s_rows = s.broadcast_in_dim(sv, (k, kk), (0,))  # s_i
+    s_cols = s.broadcast_in_dim(sk, (k, kk), (1,))  # s_j, j < kk
+    du = ds = dvt = None
+    if extents[0] is not None:  # U F∘(dP S + S dPᵀ), + (I − UUᵀ) dA V S⁻¹ when tall
+        du = s.einsum([u, s.mul(f_cols, s.add(s.mul(dp_left, s_cols), s.mul(s_rows, dp_top_t)))], "ai,ij->aj")
+        if m > k:
+            rest = s.sub(s.einsum([da, vtk], "ab,jb->aj"), s.einsum([u, dp_left], "ai,ij->aj"))
+            du = s.add(du, s.einsum([rest, broadened_inverse(s, sk, eps)], "aj,j->aj"))
+        du = _extend(s, du, k, 1)
+    if extents[1] is not None:  # diag(dP)
+        ds = _extend(s, s.einsum([_columns(s, dp_left, kk, 0)], "ii->i"), k, 0)
+    if extents[2] is not None:  # (V F∘(S dP + dPᵀ S))ᵀ, + S⁻¹ Uᵀ dA (I − VVᵀ) when wide
+        jv = s.mul(f_cols, s.add(s.mul(s_rows, dp_left), s.mul(dp_top_t, s_cols)))
+        dvt = s.einsum([jv, vt], "ij,ib->jb")
+        if n > k:
+            dp_top = s.transpose(dp_top_t, (1, 0))
+            rest = s.sub(s.einsum([uk, da], "ai,ab->ib"), s.einsum([dp_top, vt], "ij,jb->ib"))
+            dvt = s.add(dvt, s.einsum([broadened_inverse(s, sk, eps), rest], "i,ib->ib"))
+        dvt = _extend(s, dvt, k, 0)
     return du, ds, dvt
 
 
@@ -207,5 +226,6 @@ svd_p = _RULES.define(
     _svd_jvp,
     _svd_vjp,
     embedded_cotangents=True,
+    jvp_extents=True,
     cost=lambda in_avals, out_avals, params: 10.0 * math.prod(in_avals[0].shape) * out_avals[1].shape[0],
 )

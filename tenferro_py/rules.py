@@ -14,6 +14,14 @@ themselves differentiable; ``None`` stands for a symbolic zero):
 ``vjp(s, cotangents, primals, outputs, needs, **params) -> tuple of input cotangents``
     ``cotangents[j]`` is the cotangent of ``outputs[j]`` or None; the result has
     one entry per primal, computed only where ``needs[i]``.
+
+Forward mode knows which parts of each tangent are used downstream: an
+*extent* is a box, one (start, stop) per axis, or None for an unused output.
+A rule may declare ``demand(out_extents, primals, **params) -> in_extents``
+(what of its inputs it reads; by default all of every input) and may ask for
+the extents of its outputs (``jvp_extents``), then called as
+``jvp(s, tangents, primals, outputs, extents, **params)``; its tangents must be
+right inside those boxes and may be anything (zero, say) outside.
 """
 
 from __future__ import annotations
@@ -59,12 +67,15 @@ class Rule:
 
     ``embedded_cotangents``: the VJP accepts :class:`~tenferro_py.tape.Embedded`
     cotangents (a block inside zeros, as a slice's VJP makes) and exploits them;
-    other rules get them made dense first.
+    other rules get them made dense first. ``demand`` and ``jvp_extents``: see
+    the module's docstring.
     """
 
     jvp: JvpRule
     vjp: VjpRule
     embedded_cotangents: bool = False
+    demand: Callable[..., tuple] | None = None
+    jvp_extents: bool = False
 
 
 class RuleSet:
@@ -84,11 +95,13 @@ class RuleSet:
         vjp: VjpRule,
         embedded_cotangents: bool = False,
         cost: Callable[..., float] | None = None,
+        demand: Callable[..., tuple] | None = None,
+        jvp_extents: bool = False,
     ) -> Primitive:
         """Make a primitive and register its rules here: forward and rules in one place."""
         if name in self._rules:
             raise InvalidArgument("RuleSet.define", f"a new primitive name", f"{name!r} twice")
-        self._rules[name] = Rule(jvp, vjp, embedded_cotangents)
+        self._rules[name] = Rule(jvp, vjp, embedded_cotangents, demand, jvp_extents)
         return Primitive(name, abstract, impl, cost)
 
     def merge(self, other: "RuleSet") -> "RuleSet":

@@ -258,6 +258,35 @@ def reverse_sweep(
     return {k: cts[k] for k in met if k in cts}, met
 
 
+def _whole(shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    return tuple((0, n) for n in shape)
+
+
+def _hull(a: tuple | None, b: tuple) -> tuple:
+    """The smallest box holding boxes a and b."""
+    if a is None:
+        return b
+    return tuple((min(lo, lo2), max(hi, hi2)) for (lo, hi), (lo2, hi2) in zip(a, b))
+
+
+def _demanded(rules: "RuleSet", nodes: list[Node], outs: Sequence[EagerTensor]) -> dict:
+    """Which box of each tensor the outputs' tangents depend on (absent: none of it)."""
+    extents = {_key(o): _whole(o.shape) for o in outs}
+    for node in reversed(nodes):
+        out_ext = [extents.get((node, i)) for i in range(len(node.values))]
+        if all(e is None for e in out_ext):
+            continue
+        rule = rules.get(node.prim.name)
+        if rule is not None and rule.demand is not None:
+            in_ext = rule.demand(out_ext, node.inputs, **node.params)
+        else:
+            in_ext = [_whole(x.shape) for x in node.inputs]
+        for x, e in zip(node.inputs, in_ext):
+            if e is not None and x._node is not None:
+                extents[_key(x)] = _hull(extents.get(_key(x)), e)
+    return extents
+
+
 def forward_sweep(
     s: "EagerSession",
     rules: "RuleSet",
@@ -268,6 +297,8 @@ def forward_sweep(
 
     Seeds of one tensor add up, and a seeded intermediate also receives what
     flows into it from seeded ancestors (the transpose of :func:`reverse_sweep`).
+    Only what the outputs depend on is computed: unused outputs get no
+    tangent, and rules that can (the SVD's) compute only the demanded box.
     Returns the tangent of each output (None for a symbolic zero) and the set
     of seed keys that reach some output.
     """
@@ -275,8 +306,12 @@ def forward_sweep(
     for w, t in seeds:
         tans[_key(w)] = accumulate(s, tans.get(_key(w)), t)
     nodes = _ancestors(outs)
+    extents = _demanded(rules, nodes, outs)
     met = {_key(o) for o in outs if _key(o) in tans}
     for node in nodes:
+        out_ext = [extents.get((node, i)) for i in range(len(node.values))]
+        if all(e is None for e in out_ext):
+            continue
         in_tans = []
         for x in node.inputs:
             t = tans.get(_key(x))
@@ -286,8 +321,12 @@ def forward_sweep(
         if all(t is None for t in in_tans):
             continue
         rule = _rule(rules, node, "jvp")
-        out_tans = rule.jvp(s, in_tans, node.inputs, output_tensors(s.runtime, node), **node.params)
+        outputs = output_tensors(s.runtime, node)
+        if rule.jvp_extents:
+            out_tans = rule.jvp(s, in_tans, node.inputs, outputs, out_ext, **node.params)
+        else:
+            out_tans = rule.jvp(s, in_tans, node.inputs, outputs, **node.params)
         for i, t in enumerate(out_tans):
-            if t is not None:
+            if t is not None and out_ext[i] is not None:
                 tans[(node, i)] = accumulate(s, tans.get((node, i)), t)
     return [tans.get(_key(o)) for o in outs], met

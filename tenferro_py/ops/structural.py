@@ -168,12 +168,22 @@ def _slice_vjp(s, cotangents, primals, outputs, needs, starts, limits, strides):
     return (Embedded(cotangents[0], primals[0].shape, starts, strides),)
 
 
+def _slice_demand(out_extents, primals, starts, limits, strides):
+    """A slice reads the box of its input that its demanded output box comes from."""
+    (box,) = out_extents
+    if box is None:
+        return (None,)
+    return (tuple((st + lo * sd, st + (hi - 1) * sd + 1) if hi > lo else (st, st)
+                  for (lo, hi), st, sd in zip(box, starts, strides)),)
+
+
 slice_ = RULES.define(
     "slice",
     _slice_abstract,
     lambda x, starts, limits, strides: (x[tuple(map(slice, starts, limits, strides))],),
     jvp=lambda s, t, p, o, **cfg: (s.slice(t[0], SliceConfig(**cfg)),),
     vjp=_slice_vjp,
+    demand=_slice_demand,
 )
 
 

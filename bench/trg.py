@@ -1,0 +1,315 @@
+"""Timing harness of the staged TRG (examples/ising_trg.py), side by side and interleaved.
+
+Per β, after one warm-up each, runs (a, b[, b1][, c]) in turn ``--repeats`` times and
+prints medians and ratios:
+  (a) ``numpy_forward``: plain NumPy forward-only TRG, no AD, BLAS pinned to 1 thread — the floor;
+  (b) tenferro_py's staged ``value_and_grad`` on ``CpuEngine`` of width ``--width``;
+  (b1) the same at width 1 (only when --width > 1);
+  (c) JAX ``jit(value_and_grad)`` of the same algorithm (bench/jax_trg.py), BLAS pinned to 1 thread,
+      when jax is importable.
+Agreement is checked (lnZ/N to 1e-12; JAX's gradient to 1e-9); a failed check exits 1.
+
+``--scaling`` runs χ = 8, 16, 24, 32 each in a fresh subprocess and fits time ∝ χ^p.
+
+Usage: python bench/trg.py [--chi 16] [--steps 20] [--betas 0.4 0.5] [--repeats 5] [--width 1]
+       python bench/trg.py --scaling
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "examples"), str(ROOT / "bench")]
+
+import numpy as np  # noqa: E402
+import opt_einsum  # noqa: E402
+from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
+
+import tenferro_py  # noqa: E402
+from ising_trg import schedule, value_and_grad  # noqa: E402
+from tenferro_py import CpuEngine, Pool  # noqa: E402
+
+LNZ_TOL, GRAD_TOL = 1e-12, 1e-9
+SCALING_POINTS = ((8, 20), (16, 20), (24, 12), (32, 8))  # (χ, steps); fit over χ >= SCALING_FIT_MIN
+SCALING_FIT_MIN = 16
+
+
+# --- the implementations ------------------------------------------------------
+
+
+def _half(m: np.ndarray, d: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(U_k √s_k, V_k √s_k) of m, each reshaped column-major to (D, D, k)."""
+    u, s, vt = np.linalg.svd(m, full_matrices=False)
+    root = np.sqrt(s[:k])
+    left = u[:, :k] * root
+    right = vt[:k, :].T * root
+    return left.reshape((d, d, k), order="F"), right.reshape((d, d, k), order="F")
+
+
+def numpy_forward(beta: float, ks: Sequence[int]) -> float:
+    """lnZ/N by the same TRG in plain NumPy (no AD): the floor of (b)."""
+    n = len(ks)
+    c = math.sqrt(0.5 * (math.exp(beta) + math.exp(-beta)))
+    sh = math.sqrt(0.5 * (math.exp(beta) - math.exp(-beta)))
+    q = np.array([[c, sh], [c, -sh]])
+    t = opt_einsum.contract("su,sl,sd,sr->uldr", q, q, q, q)
+    acc = 0.0
+    for i, k in enumerate(ks):
+        d = t.shape[0]
+        norm = math.sqrt(np.sum(t * t))
+        t = t / norm
+        acc += 2.0 ** (n - i) * math.log(norm)
+        ma = t.transpose(2, 1, 0, 3).reshape((d * d, d * d), order="F")
+        mb = t.transpose(3, 2, 1, 0).reshape((d * d, d * d), order="F")
+        s1, s3 = _half(ma, d, k)
+        s2, s4 = _half(mb, d, k)
+        t = opt_einsum.contract("war,abu,bgl,gwd->ruld", s1, s2, s3, s4)
+    return (acc + math.log(np.einsum("xyxy->", t))) / 2.0**n
+
+
+def floor_runner(ks: Sequence[int]) -> Callable[[float], float]:
+    """(a): numpy_forward with BLAS pinned to one thread."""
+
+    def run(beta: float) -> float:
+        with threadpool_limits(1, "blas"):
+            return numpy_forward(beta, ks)
+
+    return run
+
+
+def tenferro_runner(ks: Sequence[int], width: int) -> Callable[[float], tuple[float, float]]:
+    """(b): the example's staged value_and_grad on an engine of the given width."""
+    engine = CpuEngine(Pool.builder().threads(width).build())
+    return lambda beta: value_and_grad(beta, ks, engine)
+
+
+def jax_runner(ks: Sequence[int]) -> tuple[Callable[[float], tuple[float, float]], str] | None:
+    """(c): (JAX jit(value_and_grad) with BLAS pinned to 1 thread, a description), or None without jax."""
+    try:
+        import jax_trg
+    except ImportError:
+        return None
+    fn = jax_trg.make_value_and_grad(ks)
+
+    def run(beta: float) -> tuple[float, float]:
+        with threadpool_limits(1, "blas"):
+            return fn(beta)
+
+    return run, jax_trg.describe()
+
+
+# --- timing -------------------------------------------------------------------
+
+
+def interleaved(runners: dict[str, Callable], beta: float, repeats: int) -> tuple[dict, dict]:
+    """One warm-up each, then ``repeats`` rounds a, b, c, a, b, c, …: (results, median seconds)."""
+    results = {name: run(beta) for name, run in runners.items()}
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    for _ in range(repeats):
+        for name, run in runners.items():
+            start = time.perf_counter()
+            run(beta)
+            times[name].append(time.perf_counter() - start)
+    return results, {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def source_state() -> str:
+    """The git commit of the tree measured, and whether tenferro_py/ or examples/ differ from it."""
+    def git(*cmd: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, text=True, check=True).stdout
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD").strip()
+        dirty = git("status", "--porcelain", "--", "tenferro_py", "examples").strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+    return f"commit {commit}" + (" + uncommitted changes in tenferro_py/ or examples/" if dirty else " (clean)")
+
+
+def header(args: argparse.Namespace, settings: bool = True) -> str:
+    """Machine, versions, source, BLAS (threadpoolctl) and, if ``settings``, the schedule of this run."""
+    lines = [
+        f"# bench/trg.py {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} "
+        f"python {platform.python_version()} numpy {np.__version__} tenferro_py {tenferro_py.__version__} "
+        f"nproc={os.cpu_count()}",
+        f"# source: {source_state()}",
+    ]
+    for lib in threadpool_info():
+        lines.append(
+            f"# {lib['user_api']}: {lib['internal_api']} {lib['version']} arch={lib.get('architecture')} "
+            f"threads={lib['num_threads']} ({Path(lib['filepath']).name})"
+        )
+    env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith(("OPENBLAS_", "OMP_")))
+    lines.append(f"# env: {env or '(no OPENBLAS_/OMP_ variables)'}")
+    if settings:
+        lines.append(
+            f"# chi={args.chi} steps={args.steps} ks={schedule(args.chi, args.steps)} width={args.width} "
+            f"repeats={args.repeats} (medians of interleaved runs after one warm-up each)"
+        )
+    return "\n".join(lines)
+
+
+def compare(args: argparse.Namespace) -> int:
+    """The side-by-side table per β and a summary line; 1 when a check fails."""
+    ks = schedule(args.chi, args.steps)
+    runners: dict[str, Callable] = {"a": floor_runner(ks), "b": tenferro_runner(ks, args.width)}
+    if args.width > 1:
+        runners["b1"] = tenferro_runner(ks, 1)
+    jax = jax_runner(ks)
+    print(header(args))  # after importing jax: threadpool_info then lists any BLAS it loaded
+    if jax is None:
+        print("# (c) skipped: jax is not importable")
+    else:
+        runners["c"], description = jax
+        print(f"# (c) {description}")
+    print("# a = NumPy forward floor (1 BLAS thread), b = tenferro_py staged value_and_grad "
+          f"(width {args.width}){', b1 = same at width 1' if 'b1' in runners else ''}"
+          f"{', c = JAX jit(value_and_grad) (1 BLAS thread)' if 'c' in runners else ''}", flush=True)
+    ok = True
+    ratios: dict[str, list[float]] = {}
+    for beta in args.betas:
+        results, med = interleaved(runners, beta, args.repeats)
+        lnz, grad = results["b"]
+        checks = [("a", abs(results["a"] - lnz), None)]
+        if "c" in results:
+            checks.append(("c", abs(results["c"][0] - lnz), abs(results["c"][1] - grad)))
+        notes = []
+        for name, d_lnz, d_grad in checks:
+            good = d_lnz <= LNZ_TOL and (d_grad is None or d_grad <= GRAD_TOL)
+            ok &= good
+            text = f"|{name}-b| lnZ/N {d_lnz:.1e}" + ("" if d_grad is None else f" grad {d_grad:.1e}")
+            notes.append(text + (" ok" if good else " MISMATCH"))
+        row = {"b/a": med["b"] / med["a"]}
+        if "b1" in med:
+            row[f"b({args.width})/b(1)"] = med["b"] / med["b1"]
+        if "c" in med:
+            row["b/c"] = med["b"] / med["c"]
+        for key, value in row.items():
+            ratios.setdefault(key, []).append(value)
+        times = " ".join(f"{name}={med[name] * 1e3:.1f}" for name in runners)
+        print(f"beta={beta:.4f} lnZ/N={lnz:.15f} grad={grad:.15f} | ms {times} | "
+              + " ".join(f"{k}={v:.3f}" for k, v in row.items()) + " | " + "; ".join(notes), flush=True)
+    print("summary (median over betas): " + " ".join(f"{k}={statistics.median(v):.3f}" for k, v in ratios.items())
+          + f" | checks {'ok' if ok else 'FAILED'}")
+    return 0 if ok else 1
+
+
+# --- scaling ------------------------------------------------------------------
+
+
+def one_scaling_point(chi: int, steps: int, betas: Sequence[float], repeats: int) -> int:
+    """Print 'chi steps ms_b ms_a maxrss_kib' for one χ (run in a fresh process)."""
+    ks = schedule(chi, steps)
+    runners = {"a": floor_runner(ks), "b": tenferro_runner(ks, 1)}
+    med = {"a": [], "b": []}
+    for beta in betas:
+        _, m = interleaved(runners, beta, repeats)
+        for name in med:
+            med[name].append(m[name])
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"{chi} {steps} {statistics.median(med['b']) * 1e3:.3f} {statistics.median(med['a']) * 1e3:.3f} {rss}")
+    return 0
+
+
+def fit_exponent(chis: Sequence[float], times: Sequence[float]) -> float:
+    """Least-squares slope of log(time) against log(χ)."""
+    return float(np.polyfit(np.log(chis), np.log(times), 1)[0])
+
+
+def full_steps(chi: int, steps: int) -> int:
+    """How many steps run at input bond dimension D = χ (the ones that cost ~χ⁶)."""
+    d, count = 2, 0
+    for k in schedule(chi, steps):
+        count += d == chi
+        d = k
+    return count
+
+
+def scaling(args: argparse.Namespace) -> int:
+    """Each χ in a fresh subprocess (its own peak RSS); time per β and per full step; fit the exponent."""
+    print(header(args, settings=False))
+    print(f"# scaling: (chi, steps) = {list(SCALING_POINTS)}, width 1, betas {args.betas}, repeats {args.repeats}; "
+          "peak RSS = ru_maxrss of each subprocess; 'full' = steps at D = chi, 'per full step' = time per beta / full; "
+          f"exponent fitted on time per full step over chi >= {SCALING_FIT_MIN}")
+    print(f"{'chi':>4} {'steps':>5} {'full':>4} {'b ms/beta':>10} {'a ms/beta':>10} {'b ms/full':>10} "
+          f"{'a ms/full':>10} {'b/a':>6} {'peak RSS MiB':>12}", flush=True)
+    points = []
+    for chi, steps in SCALING_POINTS:
+        cmd = [sys.executable, __file__, "--one-scaling-point", str(chi), str(steps), "--repeats", str(args.repeats),
+               "--betas", *map(str, args.betas)]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()
+        _, _, ms_b, ms_a, rss = (float(x) for x in out)
+        full = full_steps(chi, steps)
+        points.append((chi, ms_b / full, ms_a / full))
+        print(f"{chi:>4} {steps:>5} {full:>4} {ms_b:>10.1f} {ms_a:>10.1f} {ms_b / full:>10.2f} {ms_a / full:>10.2f} "
+              f"{ms_b / ms_a:>6.2f} {rss / 1024:>12.1f}", flush=True)
+    fit = [p for p in points if p[0] >= SCALING_FIT_MIN]
+    chis = [p[0] for p in fit]
+    print(f"exponent of time per full step vs chi (chi >= {SCALING_FIT_MIN}): "
+          f"b {fit_exponent(chis, [p[1] for p in fit]):.2f}, a {fit_exponent(chis, [p[2] for p in fit]):.2f} "
+          "(an SVD of a chi^2 x chi^2 matrix alone is chi^6)")
+    return 0
+
+
+# --- command line -------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive(kind: type, what: str) -> Callable[[str], float]:
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} expected, got {text!r}") from None
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"{what} expected, got {text!r}")
+        return value
+
+    return parse
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The options; a bad value is a one-line error and exit status 2."""
+    p = _Parser(prog="bench/trg.py", description=__doc__.split("\n\n")[0])
+    pos_int, pos_float = _positive(int, "an integer >= 1"), _positive(float, "a finite number > 0")
+    p.add_argument("--chi", type=pos_int, default=16, help="bond dimension cap (default 16)")
+    p.add_argument("--steps", type=pos_int, default=20, help="RG steps (default 20)")
+    p.add_argument("--betas", type=pos_float, nargs="+", default=[0.4, 0.5], help="inverse temperatures")
+    p.add_argument("--repeats", type=pos_int, default=5, help="timed rounds per beta (default 5)")
+    p.add_argument("--width", type=pos_int, default=1, help="CpuEngine width of (b) (default 1)")
+    p.add_argument("--scaling", action="store_true", help=f"time chi, steps = {list(SCALING_POINTS)}")
+    p.add_argument("--one-scaling-point", type=pos_int, nargs=2, metavar=("CHI", "STEPS"),
+                   help="internal: one point of --scaling")
+    args = p.parse_args(argv)
+    if args.scaling and args.one_scaling_point:
+        p.error("--scaling and --one-scaling-point exclude each other")
+    return args
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parse_args(argv)
+    if args.one_scaling_point:
+        return one_scaling_point(*args.one_scaling_point, args.betas, args.repeats)
+    if args.scaling:
+        return scaling(args)
+    return compare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

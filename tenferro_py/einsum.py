@@ -34,9 +34,14 @@ def semantic_ad_rules() -> RuleSet:
 
 def parse(subscripts: object, shapes: Sequence[tuple[int, ...]]) -> tuple[tuple[str, ...], str]:
     """Checked (input subscripts, output subscript); implicit output as NumPy's."""
-    op = "einsum"
     if not isinstance(subscripts, str):
-        raise InvalidArgument(op, "subscripts as a str such as 'ij,jk->ik'", repr(subscripts))
+        raise InvalidArgument("einsum", "subscripts as a str such as 'ij,jk->ik'", repr(subscripts))
+    return _parse(subscripts, tuple(shapes))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(subscripts: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[str, ...], str]:
+    op = "einsum"
     spec = subscripts.replace(" ", "")
     if "." in spec:
         raise InvalidArgument(op, "subscripts of letters (no ellipsis)", repr(subscripts))

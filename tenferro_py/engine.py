@@ -28,7 +28,6 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from .errors import InvalidArgument
-from .tensor import frozen
 
 if TYPE_CHECKING:
     from .rules import Primitive
@@ -128,9 +127,13 @@ class _Countdown:
 
 
 def _call(kernel: Callable[..., Any], args: Sequence[Any], params: dict) -> tuple[np.ndarray, ...]:
-    """Run a kernel on resolved inputs; outputs as read-only arrays."""
-    out = kernel(*[resolve(a) for a in args], **params)
-    return tuple(frozen(np.asarray(v)) for v in out)
+    """Run a kernel on resolved inputs; outputs as arrays (NumPy scalars become 0-d arrays).
+
+    Kernels never write to their inputs, so outputs are shared without copies;
+    they are made read-only where they leave the library (``Tensor``).
+    """
+    out = kernel(*[a.result() if type(a) is Pending else a for a in args], **params)
+    return tuple(v if type(v) is np.ndarray else np.asarray(v) for v in out)
 
 
 def _fulfil(future: Future, kernel: Callable[..., Any], args: Sequence[Any], params: dict) -> None:

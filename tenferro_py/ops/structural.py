@@ -50,11 +50,12 @@ def _broadcast_abstract(x: Aval, shape, dims) -> tuple[Aval]:
 
 
 def _broadcast_impl(x, shape, dims):
-    order = np.argsort(dims)
     placed = [1] * len(shape)
     for i, d in enumerate(dims):
         placed[d] = x.shape[i]
-    return (np.broadcast_to(np.transpose(x, order).reshape(placed), shape),)
+    if list(dims) != sorted(dims):
+        x = np.transpose(x, np.argsort(dims))
+    return (np.broadcast_to(x.reshape(placed), shape),)
 
 
 def _broadcast_vjp(s, cotangents, primals, outputs, needs, shape, dims):

@@ -17,7 +17,7 @@ import math
 import struct
 import sys
 import time
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import tenferro_py as tf
 from tenferro_py import AdContext, CpuEngine, EagerRuntime, EagerSession, EagerTensor, Pool, SliceConfig, Tensor
@@ -61,9 +61,11 @@ def initial(s: EagerSession, beta: EagerTensor) -> EagerTensor:
     return s.einsum([q, q, q, q], "su,sl,sd,sr->uldr")
 
 
-def _half(s: EagerSession, m: EagerTensor, d: int, k: int) -> tuple[EagerTensor, EagerTensor]:
+def _half(s: EagerSession, m: EagerTensor, d: int, k: int, spectra: list | None) -> tuple[EagerTensor, EagerTensor]:
     """SVD of m (D² × D²) kept to k: (U_k √s_k, V_k √s_k), each reshaped to (D, D, k)."""
     u, sv, vt = s.svd(m)
+    if spectra is not None:
+        spectra.append(sv)
     rows = d * d
     root = s.broadcast_in_dim(s.sqrt(s.slice(sv, SliceConfig([0], [k]))), (rows, k), (1,))
     left = s.mul(s.slice(u, SliceConfig([0, 0], [rows, k])), root)
@@ -71,15 +73,18 @@ def _half(s: EagerSession, m: EagerTensor, d: int, k: int) -> tuple[EagerTensor,
     return s.reshape(left, (d, d, k)), s.reshape(right, (d, d, k))
 
 
-def step(s: EagerSession, t: EagerTensor, k: int) -> tuple[EagerTensor, EagerTensor]:
-    """One TRG step: (T', ln‖T‖) with T' of bond dimension k built from T / ‖T‖."""
+def step(s: EagerSession, t: EagerTensor, k: int, spectra: list | None = None) -> tuple[EagerTensor, EagerTensor]:
+    """One TRG step: (T', ln‖T‖) with T' of bond dimension k built from T / ‖T‖.
+
+    ``spectra``, when given, receives the singular values of both SVDs.
+    """
     d = t.shape[0]
     norm = s.sqrt(s.reduce_sum(s.mul(t, t)))
     t = s.div(t, s.broadcast_in_dim(norm, t.shape, ()))
     ma = s.reshape(s.transpose(t, (2, 1, 0, 3)), (d * d, d * d))
     mb = s.reshape(s.transpose(t, (3, 2, 1, 0)), (d * d, d * d))
-    s1, s3 = _half(s, ma, d, k)
-    s2, s4 = _half(s, mb, d, k)
+    s1, s3 = _half(s, ma, d, k, spectra)
+    s2, s4 = _half(s, mb, d, k, spectra)
     return s.einsum([s1, s2, s3, s4], "war,abu,bgl,gwd->ruld"), s.log(norm)
 
 
@@ -88,40 +93,100 @@ def log_trace(s: EagerSession, t: EagerTensor) -> EagerTensor:
     return s.log(s.einsum([t], "xyxy->"))
 
 
-def value_and_grad(
-    beta: float, ks: Sequence[int], engine: CpuEngine | None = None, runtime: EagerRuntime | None = None
-) -> tuple[float, float]:
-    """(lnZ/N, d(lnZ/N)/dβ) for N = 2^n sites, n = len(ks), by the staged sweep."""
-    rt = runtime if runtime is not None else EagerRuntime.with_ad_context(ad_context())
-    eng = engine if engine is not None else CpuEngine.serial()
-    n = len(ks)
-    b = rt.variable_from(Tensor.scalar(beta))
-    t0 = rt.with_eager_session(eng, lambda s: initial(s, b))
+class Forward(NamedTuple):
+    """The staged forward: T₀, per step (fresh leaf T_i, T_{i+1}, ln‖T_i‖), the last leaf and ln tr."""
 
-    # Forward: each step on a fresh leaf; keep (leaf, T_{i+1}, ln‖T_i‖).
+    t0: EagerTensor
+    stages: list[tuple[EagerTensor, EagerTensor, EagerTensor]]
+    last: EagerTensor
+    ln_tr: EagerTensor
+    lnz: float
+
+
+def forward(
+    rt: EagerRuntime, eng: CpuEngine, b: EagerTensor, ks: Sequence[int], spectra: list | None = None
+) -> Forward:
+    """T₀ from β, then each step on a fresh leaf (the trace is cut there), then ln tr; lnZ/N."""
+    n = len(ks)
+    t0 = rt.with_eager_session(eng, lambda s: initial(s, b))
     stages = []
     acc = 0.0
     t = t0
     for i, k in enumerate(ks):
         leaf = rt.variable_from(t)
-        t_next, ln_norm = rt.with_eager_session(eng, lambda s: step(s, leaf, k))
+        t_next, ln_norm = rt.with_eager_session(eng, lambda s: step(s, leaf, k, spectra))
         stages.append((leaf, t_next, ln_norm))
         acc += 2.0 ** (n - i) * ln_norm.item()
         t = t_next
     last = rt.variable_from(t)
     ln_tr = rt.with_eager_session(eng, lambda s: log_trace(s, last))
-    lnz = (acc + ln_tr.item()) / 2.0**n
+    return Forward(t0, stages, last, ln_tr, (acc + ln_tr.item()) / 2.0**n)
 
+
+def _setup(runtime: EagerRuntime | None, engine: CpuEngine | None) -> tuple[EagerRuntime, CpuEngine]:
+    rt = runtime if runtime is not None else EagerRuntime.with_ad_context(ad_context())
+    return rt, engine if engine is not None else CpuEngine.serial()
+
+
+def value_and_grad(
+    beta: float,
+    ks: Sequence[int],
+    engine: CpuEngine | None = None,
+    runtime: EagerRuntime | None = None,
+    spectra: list | None = None,
+) -> tuple[float, float]:
+    """(lnZ/N, d(lnZ/N)/dβ) for N = 2^n sites, n = len(ks), by the staged sweep."""
+    rt, eng = _setup(runtime, engine)
+    n = len(ks)
+    b = rt.variable_from(Tensor.scalar(beta))
+    fw = forward(rt, eng, b, ks, spectra)
     # Reverse: newest step first; per step one vjp through T_{i+1}, one through ln‖T_i‖.
     with rt.no_grad():
-        ct = rt.vjp(eng, ln_tr, last, Tensor.scalar(2.0**-n))
+        ct = rt.vjp(eng, fw.ln_tr, fw.last, Tensor.scalar(2.0**-n))
         for i in reversed(range(n)):
-            leaf, t_next, ln_norm = stages[i]
+            leaf, t_next, ln_norm = fw.stages[i]
             through_t = rt.vjp(eng, t_next, leaf, ct)
             through_norm = rt.vjp(eng, ln_norm, leaf, Tensor.scalar(2.0 ** (n - i) * 2.0**-n))
             ct = rt.with_eager_session(eng, lambda s: s.add(through_t, through_norm))
-        grad = rt.vjp(eng, t0, b, ct)
-    return lnz, grad.item()
+        grad = rt.vjp(eng, fw.t0, b, ct)
+    return fw.lnz, grad.item()
+
+
+def value_grad_and_curvature(
+    beta: float, ks: Sequence[int], engine: CpuEngine | None = None, runtime: EagerRuntime | None = None
+) -> tuple[float, float, float]:
+    """(lnZ/N, d/dβ, d²/dβ²) by forward-over-reverse through the staged sweep, step by step.
+
+    A tangent of each T_i comes from the staged forward (Ṫ_{i+1} = jvp of the step
+    along Ṫ_i); each step's reverse part (its two vjps, the running cotangent a
+    fresh leaf) is recorded, and its jvp along (Ṫ_i, tangent of the running
+    cotangent) gives the tangent of the next cotangent; then to β. No finite
+    difference, and no graph longer than one step.
+    """
+    rt, eng = _setup(runtime, engine)
+    n = len(ks)
+    b = rt.variable_from(Tensor.scalar(beta))
+    fw = forward(rt, eng, b, ks)
+    with rt.no_grad():  # tangents of T₀ … T_n along dβ = 1
+        t_dots = [rt.jvp(eng, fw.t0, b, Tensor.scalar(1.0))]
+        for leaf, t_next, _ in fw.stages:
+            t_dots.append(rt.jvp(eng, t_next, leaf, t_dots[-1]))
+    ct = rt.vjp(eng, fw.ln_tr, fw.last, Tensor.scalar(2.0**-n))
+    with rt.no_grad():
+        ct_dot = rt.jvp(eng, ct, fw.last, t_dots[n])
+    for i in reversed(range(n)):
+        leaf, t_next, ln_norm = fw.stages[i]
+        ct_in = rt.variable_from(ct)
+        through_t = rt.vjp(eng, t_next, leaf, ct_in)
+        through_norm = rt.vjp(eng, ln_norm, leaf, Tensor.scalar(2.0 ** (n - i) * 2.0**-n))
+        ct = rt.with_eager_session(eng, lambda s: s.add(through_t, through_norm))
+        with rt.no_grad():
+            ct_dot = rt.jvp(eng, ct, [leaf, ct_in], [t_dots[i], ct_dot])
+    ct_in = rt.variable_from(ct)
+    grad = rt.vjp(eng, fw.t0, b, ct_in)
+    with rt.no_grad():
+        curvature = rt.jvp(eng, grad, [b, ct_in], [Tensor.scalar(1.0), ct_dot])
+    return fw.lnz, grad.item(), curvature.item()
 
 
 def hex_bits(x: float) -> str:

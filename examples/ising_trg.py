@@ -7,8 +7,13 @@ newest step first. Prints lnZ/N, u = −d(lnZ/N)/dβ and c = β² d²(lnZ/N)/dβ
 (a central difference of the AD gradient), with the f64 bits in hex so two
 implementations compare to the last bit.
 
-Usage: python examples/ising_trg.py [--compare] [chi=16] [steps=20] [width=1] [h=1e-5] [beta ...]
-(--compare: then print the errors against Onsager and SPEC's reference table)
+c_ad = β² d²(lnZ/N)/dβ² comes by forward mode through the staged forward and each
+step's reverse part (no difference, no whole-graph tape); where c by difference
+straddles a jump of truncated TRG's lnZ/N(β), a warning says so.
+
+Usage: python examples/ising_trg.py [--compare] [--c=both|diff|ad] [chi=16] [steps=20] [width=1] [h=1e-5] [beta ...]
+(--compare: then print the errors against Onsager and SPEC's reference table;
+ --c: c by central difference of the gradient, by AD, or both (default))
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ from tenferro_py import AdContext, CpuEngine, EagerRuntime, EagerSession, EagerT
 
 DEFAULT_BETAS = (0.3, 0.4, 0.44, 0.5, 0.6)
 STRUCTURAL_RANKS = (2, 4, 4)  # ranks of the first three steps' matrices; beyond them s = 0 exactly
-USAGE = "usage: python examples/ising_trg.py [--compare] [chi=16] [steps=20] [width=1] [h=1e-5] [beta ...]"
+USAGE = (
+    "usage: python examples/ising_trg.py [--compare] [--c=both|diff|ad] [chi=16] [steps=20] [width=1] [h=1e-5] "
+    "[beta ...]"
+)
 
 
 def schedule(chi: int, steps: int) -> list[int]:
@@ -194,6 +202,61 @@ def hex_bits(x: float) -> str:
     return struct.pack(">d", x).hex()
 
 
+def trapezoid_tolerance(h: float) -> float:
+    """How far lnZ(β+h) − lnZ(β−h) may differ from h (g(β+h) + g(β−h)) where lnZ/N is smooth.
+
+    The trapezoid rule errs by (2h)³/12 · |d³lnZ/dβ³|; allowing |d³lnZ/dβ³| up to ~10⁴ and
+    rounding of order 1e-13 leaves a margin of orders of magnitude below the jumps
+    that singular-value crossings cause (1e-9 at β = 0.44, χ = 16).
+    """
+    return 1e-13 + 1e3 * h**3
+
+
+def truncation_gaps(spectra: Sequence[EagerTensor], ks: Sequence[int]) -> list[float]:
+    """Per step, the smallest relative gap (s_k − s_{k+1}) / s_k at its truncation (inf: nothing cut)."""
+    gaps = []
+    for i, k in enumerate(ks):
+        gap = math.inf
+        for sv in spectra[2 * i : 2 * i + 2]:
+            values = sv.value().to_numpy()
+            if len(values) > k and values[k - 1] > 0:
+                gap = min(gap, (values[k - 1] - values[k]) / values[k - 1])
+        gaps.append(gap)
+    return gaps
+
+
+def crossing_warning(
+    beta: float,
+    h: float,
+    ks: Sequence[int],
+    below: tuple[float, float, list],
+    above: tuple[float, float, list],
+    c: float,
+    c_ad: float | None,
+) -> str | None:
+    """A warning line when c by difference over [β − h, β + h] cannot be trusted, else None.
+
+    ``below`` and ``above`` are (lnZ/N, gradient, spectra) at β ∓ h. lnZ/N must match the
+    trapezoid of its gradients, and c must match c_ad where that is known; the step
+    named is the one whose kept and discarded singular values come closest.
+    """
+    (lnz_m, g_m, spectra_m), (lnz_p, g_p, spectra_p) = below, above
+    jump = (lnz_p - lnz_m) - h * (g_p + g_m)
+    disagree = c_ad is not None and abs(c - c_ad) > 1e-6 * max(1.0, abs(c_ad))
+    if abs(jump) <= trapezoid_tolerance(h) and not disagree:
+        return None
+    gaps = [min(a, b) for a, b in zip(truncation_gaps(spectra_m, ks), truncation_gaps(spectra_p, ks))]
+    where = ""
+    if any(math.isfinite(g) for g in gaps):
+        i = min(range(len(gaps)), key=gaps.__getitem__)
+        where = f"; kept and discarded singular values closest at step {i} (relative gap {gaps[i]:.1e})"
+    trust = "trust c_ad" if c_ad is not None else "use c_ad (--c ad or both)"
+    return (
+        f" warning: lnZ/N is not smooth on [beta-h, beta+h]: it jumps by {jump:.1e} against the trapezoid of "
+        f"its gradients (smooth: <= {trapezoid_tolerance(h):.0e}){where}; c by difference is unreliable here, {trust}"
+    )
+
+
 class UsageError(Exception):
     """A bad command-line argument; its message names the argument and what is allowed."""
 
@@ -208,23 +271,43 @@ def _number(name: str, text: str, kind: type, allowed: str, ok) -> float:
     return value
 
 
+C_MODES = ("both", "diff", "ad")
+
+
 def parse_args(argv: Sequence[str]) -> dict:
-    """chi, steps, width, h, betas and compare from the Rust bin's positional arguments."""
-    args = list(argv)
-    compare = "--compare" in args
-    args = [a for a in args if a != "--compare"]
-    for a in args:
-        if a.startswith("--"):
-            raise UsageError(f"unknown option {a!r}; allowed: --help, --compare")
+    """chi, steps, width, h, betas, compare and the c mode from the Rust bin's positional arguments."""
+    out: dict = {"compare": False, "c": "both"}
+    args = []
+    for a in argv:
+        if a == "--compare":
+            out["compare"] = True
+        elif a.startswith("--c="):
+            if a[4:] not in C_MODES:
+                raise UsageError(f"--c must be one of {', '.join(C_MODES)}, got {a[4:]!r}")
+            out["c"] = a[4:]
+        elif a.startswith("--"):
+            raise UsageError(f"unknown option {a!r}; allowed: --help, --compare, --c=both|diff|ad")
+        else:
+            args.append(a)
     positive_int = ("an integer >= 1", lambda v: v >= 1)
     positive_float = ("a finite number > 0", lambda v: math.isfinite(v) and v > 0)
     names = [("chi", 16, int, *positive_int), ("steps", 20, int, *positive_int), ("width", 1, int, *positive_int),
              ("h", 1e-5, float, *positive_float)]
-    out: dict = {"compare": compare}
     for (name, default, kind, allowed, ok), text in zip(names, args + [None] * len(names)):
         out[name] = default if text is None else _number(name, text, kind, allowed, ok)
     out["betas"] = [_number("beta", a, float, *positive_float) for a in args[len(names):]] or list(DEFAULT_BETAS)
     return out
+
+
+def _best_of_three(f):
+    """f's result and its best time (s) of 3 runs after a first one."""
+    f()
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        result = f()
+        times.append(time.perf_counter() - start)
+    return result, min(times)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -239,23 +322,35 @@ def main(argv: Sequence[str]) -> int:
         return 2
     ks = schedule(cfg["chi"], cfg["steps"])
     engine = CpuEngine(Pool.builder().threads(cfg["width"]).build())
-    h = cfg["h"]
+    h, mode = cfg["h"], cfg["c"]
     print(f"tenferro_py {tf.__version__} eager staged chi={cfg['chi']} steps={cfg['steps']} "
           f"width={cfg['width']} h={h:g} ks={ks}")
     results = {}
     for beta in cfg["betas"]:
-        lnz, grad = value_and_grad(beta, ks, engine)
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            lnz, grad = value_and_grad(beta, ks, engine)
-            times.append(time.perf_counter() - start)
-        g_plus = value_and_grad(beta + h, ks, engine)[1]
-        g_minus = value_and_grad(beta - h, ks, engine)[1]
-        c = beta * beta * (g_plus - g_minus) / (2 * h)
-        results[beta] = (lnz, -grad, c)
-        print(f"beta={beta:.4f} lnZ/N={lnz:.15f} u={-grad:.15f} c={c:.12f} | value_and_grad {min(times) * 1e3:.1f} ms")
-        print(f" hex lnZ/N={hex_bits(lnz)} grad={hex_bits(grad)} c={hex_bits(c)}", flush=True)
+        (lnz, grad), t_vg = _best_of_three(lambda: value_and_grad(beta, ks, engine))
+        values, hexes, timing = [f"lnZ/N={lnz:.15f}", f"u={-grad:.15f}"], [], f"value_and_grad {t_vg * 1e3:.1f} ms"
+        c = c_ad = None
+        if mode != "diff":
+            (_, _, curvature), t_ad = _best_of_three(lambda: value_grad_and_curvature(beta, ks, engine))
+            c_ad = beta * beta * curvature
+            timing += f" c_ad {t_ad * 1e3:.1f} ms"
+        if mode != "ad":
+            spectra_m, spectra_p = [], []
+            below = (*value_and_grad(beta - h, ks, engine, spectra=spectra_m), spectra_m)
+            above = (*value_and_grad(beta + h, ks, engine, spectra=spectra_p), spectra_p)
+            c = beta * beta * (above[1] - below[1]) / (2 * h)
+            values.append(f"c={c:.12f}")
+            hexes.append(f"c={hex_bits(c)}")
+        if c_ad is not None:
+            values.append(f"c_ad={c_ad:.12f}")
+            hexes.append(f"c_ad={hex_bits(c_ad)}")
+        results[beta] = (lnz, -grad, c, c_ad)
+        print(f"beta={beta:.4f} {' '.join(values)} | {timing}")
+        print(f" hex lnZ/N={hex_bits(lnz)} grad={hex_bits(grad)} {' '.join(hexes)}".rstrip(), flush=True)
+        if c is not None:
+            warning = crossing_warning(beta, h, ks, below, above, c, c_ad)
+            if warning:
+                print(warning, flush=True)
     if cfg["compare"]:
         from compare import is_reference_setting, report
 

@@ -129,7 +129,7 @@ def test_cli_output_format_and_compare(tmp_path):
         [sys.executable, str(EXAMPLES / "compare.py"), str(saved), str(saved)], capture_output=True, text=True
     )
     assert cmp.returncode == 0, cmp.stderr
-    assert "bit-for-bit equal 6 of 6" in cmp.stdout
+    assert "bit-for-bit equal 8 of 8" in cmp.stdout  # lnZ/N, u, c, c_ad at two βs
 
 
 @pytest.mark.parametrize(

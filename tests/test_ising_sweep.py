@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from concurrent.futures import Executor, Future
 from pathlib import Path
 
@@ -229,6 +230,33 @@ def test_ctrl_c_stops_the_worker_processes_at_once_and_loses_no_row(tmp_path, mo
     monkeypatch.setattr(ising_sweep, "compute_point", lambda beta, *_: calls.append(beta) or dict(fake, beta=beta))
     ising_sweep.run_sweep(betas, 8, 14, H, tmp_path / "s", jobs=1)
     assert sorted(calls) == sorted(set(betas) - set(saved))
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the retry needs an interval timer")
+def test_a_workers_ctrl_c_lost_in_a_finalizer_is_raised_again(monkeypatch):
+    monkeypatch.setattr(sys, "unraisablehook", ising_sweep._retry_interrupt)
+    monkeypatch.setitem(ising_sweep._worker_state, "busy", True)
+    monkeypatch.setitem(ising_sweep._worker_state, "stopped", False)
+    previous = signal.getsignal(signal.SIGALRM)
+
+    class Leaf:
+        pass
+
+    def interrupted(_):  # Ctrl-C inside a weakref callback: Python only reports it to the hook
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            leaf = Leaf()
+            ref = weakref.ref(leaf, interrupted)
+            del leaf
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:  # the β going on
+                pass
+        assert ref() is None and ising_sweep._worker_state["stopped"]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def test_progress_bar_on_stderr_only_when_asked_or_on_a_terminal(tmp_path, capsys):

@@ -1,10 +1,12 @@
 """A β sweep of the 2D Ising model by TRG, into a CSV and a plot against Onsager.
 
-Usage: python examples/ising_sweep.py [--chi 16] [--steps 20] [--h 1e-5]
+Usage: python examples/ising_sweep.py [--chi 16] [--steps 20] [--c ad|difference] [--h 1e-5]
            [--betas 0.40:0.48:0.005] [--jobs N] [--out runs/sweep]
 
-Per β, compute_point gives lnZ/N and u = −d(lnZ/N)/dβ (ising_trg.value_and_grad) and
-c = β² d²(lnZ/N)/dβ² (a central difference of the AD gradient, as ising_trg.py). Each
+Per β, compute_point gives lnZ/N, u = −d(lnZ/N)/dβ and c = β² d²(lnZ/N)/dβ²: by default
+c_ad, the AD second derivative through the staged sweep (ising_trg.value_grad_and_curvature);
+with ``--c difference`` the central difference (step h) of the AD gradient, as ising_trg.py,
+checked by its crossing guard (c_method ``difference-crossing`` where the guard fires). Each
 finished β is appended to OUT.csv at once, with Onsager's exact values and the errors
 (TRG − exact); OUT.png then plots u and c against the exact curves and |error| on a log
 scale (it needs matplotlib: ``pip install -e .[plot]``).
@@ -12,10 +14,10 @@ scale (it needs matplotlib: ``pip install -e .[plot]``).
 Resumable: a row is written in one call, flushed and fsynced, so a killed run leaves at
 worst a torn last line, dropped on the next start; the same command again computes only
 the βs missing from the CSV (matched by their exact repr). The CSV's first line records
-the settings (``# chi=16 steps=20 h=1e-05 c=difference``); a run with other settings into
+the settings (``# chi=16 steps=20 c=ad``); a run with other settings into
 the same file is refused. Ctrl-C cancels what is pending and exits with status 130.
 
-Parallel: each β is one task ``compute_point(beta, chi, steps, h)`` (a module-level
+Parallel: each β is one task ``compute_point(beta, chi, steps, h)`` (h None: c by AD; a module-level
 function, so it pickles) for a ``concurrent.futures.Executor``. The command line uses
 ``--jobs`` worker processes (default: the cores), or with ``--jobs 1`` one thread of this
 process. From Python, run_sweep takes any executor, e.g. a Dask cluster's::
@@ -24,7 +26,7 @@ process. From Python, run_sweep takes any executor, e.g. a Dask cluster's::
     from ising_sweep import parse_betas, plot_sweep, run_sweep
 
     with Client("tcp://scheduler:8786") as client:   # workers: tenferro_py and examples/ importable
-        run_sweep(parse_betas("0.40:0.48:0.001"), 32, 20, 1e-5, "runs/chi32",
+        run_sweep(parse_betas("0.40:0.48:0.001"), 32, 20, None, "runs/chi32",
                   executor=client.get_executor())
     plot_sweep("runs/chi32.csv", "runs/chi32.png")
 
@@ -46,12 +48,10 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from ising_trg import schedule, value_and_grad
+from ising_trg import crossing_warning, schedule, value_and_grad, value_grad_and_curvature
 from onsager import BETA_C, energy, ln_z, specific_heat
 from tenferro_py import CpuEngine
 
-C_METHOD = "difference"
-"""How compute_point gets c; recorded per row (c_method) and in the settings line."""
 COLUMNS = ("beta", "lnz", "u", "c", "c_method", "lnz_onsager", "u_onsager", "c_onsager", "lnz_err", "u_err", "c_err")
 MAX_BETAS = 100_000
 
@@ -68,20 +68,31 @@ class Sweep(NamedTuple):
     skipped: list[float]
 
 
-def compute_point(beta: float, chi: int, steps: int, h: float) -> dict:
+def c_method(h: float | None) -> str:
+    """How c is computed: ``ad`` (h None) or ``difference`` (step h)."""
+    return "ad" if h is None else "difference"
+
+
+def compute_point(beta: float, chi: int, steps: int, h: float | None = None) -> dict:
     """TRG's lnZ/N, u and c at β: the one place that decides how c is computed (c_method).
 
-    c = β² (g(β+h) − g(β−h)) / (2h), g the AD gradient, exactly as examples/ising_trg.py
-    (so the bits agree). It is wrong by percents where [β−h, β+h] straddles a crossing of
-    the kept singular values (SPEC §4).
+    h None: c_ad = β² d²(lnZ/N)/dβ² by forward-over-reverse, exactly as examples/ising_trg.py
+    (so the bits agree). Else c = β² (g(β+h) − g(β−h)) / (2h), g the AD gradient, which is
+    wrong by percents where [β−h, β+h] straddles a crossing of the kept singular values
+    (SPEC §4): ising_trg's guard then marks the row ``difference-crossing``.
     """
     ks = schedule(chi, steps)
     engine = CpuEngine.serial()
+    if h is None:
+        lnz, grad, curvature = value_grad_and_curvature(beta, ks, engine)
+        return {"beta": beta, "lnz": lnz, "u": -grad, "c": beta * beta * curvature, "c_method": "ad"}
     lnz, grad = value_and_grad(beta, ks, engine)
-    g_plus = value_and_grad(beta + h, ks, engine)[1]
-    g_minus = value_and_grad(beta - h, ks, engine)[1]
-    c = beta * beta * (g_plus - g_minus) / (2 * h)
-    return {"beta": beta, "lnz": lnz, "u": -grad, "c": c, "c_method": C_METHOD}
+    spectra_m, spectra_p = [], []
+    below = (*value_and_grad(beta - h, ks, engine, spectra=spectra_m), spectra_m)
+    above = (*value_and_grad(beta + h, ks, engine, spectra=spectra_p), spectra_p)
+    c = beta * beta * (above[1] - below[1]) / (2 * h)
+    suspect = crossing_warning(beta, h, ks, below, above, c, None) is not None
+    return {"beta": beta, "lnz": lnz, "u": -grad, "c": c, "c_method": "difference-crossing" if suspect else "difference"}
 
 
 def parse_betas(text: str) -> list[float]:
@@ -128,9 +139,9 @@ def output_paths(out: str | os.PathLike) -> tuple[Path, Path]:
     return Path(stem + ".csv"), Path(stem + ".png")
 
 
-def settings_line(chi: int, steps: int, h: float) -> str:
+def settings_line(chi: int, steps: int, h: float | None) -> str:
     """The CSV's first line: what must match for a run to append to it."""
-    return f"# chi={chi} steps={steps} h={h!r} c={C_METHOD}"
+    return f"# chi={chi} steps={steps} c=ad" if h is None else f"# chi={chi} steps={steps} c=difference h={h!r}"
 
 
 def _append(path: Path, text: str) -> None:
@@ -256,7 +267,7 @@ def _init_worker() -> None:
     sys.unraisablehook = _retry_interrupt
 
 
-def _worker_point(beta: float, chi: int, steps: int, h: float) -> dict:
+def _worker_point(beta: float, chi: int, steps: int, h: float | None) -> dict:
     """compute_point in a worker process of run_sweep's pool; after Ctrl-C, no more."""
     if _worker_state["stopped"]:
         raise KeyboardInterrupt
@@ -276,7 +287,7 @@ def run_sweep(
     betas: Iterable[float],
     chi: int,
     steps: int,
-    h: float,
+    h: float | None,
     out: str | os.PathLike,
     executor: Executor | None = None,
     jobs: int | None = None,
@@ -291,7 +302,7 @@ def run_sweep(
     worker: a thread of this process) and shuts them down. progress: draw the bar on stderr
     (default: when stderr is a terminal). Raises SettingsMismatch for a CSV of other settings.
     """
-    betas, h = [float(b) for b in betas], float(h)
+    betas, h = [float(b) for b in betas], None if h is None else float(h)
     if not all(math.isfinite(b) and b > 0 for b in betas):
         raise ValueError(f"every beta must be a finite number > 0, got {betas}")
     if jobs is not None and jobs < 1:
@@ -371,7 +382,8 @@ def plot_sweep(csv_path: str | os.PathLike, png_path: str | os.PathLike) -> None
     top.set_ylabel("per site:  u = −∂(lnZ/N)/∂β,  c = β² ∂²(lnZ/N)/∂β²")
     steps = settings["steps"]
     top.set_title(f"2D Ising model: {trg}, {steps} steps (N = $2^{{{steps}}}$ sites) against Onsager\n"
-                  f"c by {settings['c']} of the AD gradient, h = {settings['h']}")
+                  + ("c by AD (forward over reverse)" if settings["c"] == "ad"
+                     else f"c by central difference of the AD gradient, h = {settings['h']}"))
     for name, label, color in (("lnz", "lnZ/N", "C2"), ("u", "u", "C0"), ("c", "c", "C3")):
         pairs = [(b, abs(e)) for b, e in zip(col["beta"], col[f"{name}_err"]) if math.isfinite(e) and e != 0]
         if pairs:
@@ -421,8 +433,10 @@ def parser() -> argparse.ArgumentParser:
                 epilog="Each finished β is saved at once: the same command resumes an interrupted sweep.")
     p.add_argument("--chi", type=count, default=16, help="bond dimension χ (default 16)")
     p.add_argument("--steps", type=count, default=20, help="TRG steps: N = 2^steps sites (default 20)")
+    p.add_argument("--c", choices=("ad", "difference"), default="ad",
+                   help="c by AD (default) or by the central difference of the AD gradient")
     p.add_argument("--h", type=_checked(float, "a finite number > 0", lambda v: math.isfinite(v) and v > 0),
-                   default=1e-5, help="step of c's central difference (default 1e-5)")
+                   default=1e-5, help="step of c's central difference, with --c difference (default 1e-5)")
     p.add_argument("--betas", type=_betas_argument, default="0.40:0.48:0.005",
                    help="START:STOP:STEP (STOP included when on the grid) or a list '0.4,0.44 0.5' "
                         "(default 0.40:0.48:0.005)")
@@ -436,7 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     csv_path, png_path = output_paths(args.out)
     try:
-        sweep = run_sweep(args.betas, args.chi, args.steps, args.h, args.out, jobs=args.jobs)
+        h = args.h if args.c == "difference" else None
+        sweep = run_sweep(args.betas, args.chi, args.steps, h, args.out, jobs=args.jobs)
     except SettingsMismatch as err:
         print(f"ising_sweep.py: error: {err}", file=sys.stderr)
         return 2

@@ -26,21 +26,25 @@ import ising_sweep  # noqa: E402
 import ising_trg  # noqa: E402
 import onsager  # noqa: E402
 
-CHI, STEPS, H = 4, 6, 1e-5
+CHI, STEPS, H = 4, 6, None  # H None: c by AD, the default
 BETAS = [0.3, 0.44, 0.5]
 SETTINGS = ["--chi", str(CHI), "--steps", str(STEPS)]
 
 
-def expected_row(beta: float) -> dict[str, str]:
-    """The CSV row of β as ising_trg computes it: value_and_grad, then c by its central difference."""
-    ks = ising_trg.schedule(CHI, STEPS)
+def expected_row(beta: float, h: float | None = None, chi: int = CHI, steps: int = STEPS) -> dict[str, str]:
+    """The CSV row of β as ising_trg computes it: c_ad, or c by the central difference of step h."""
+    ks = ising_trg.schedule(chi, steps)
     engine = CpuEngine.serial()
-    lnz, grad = ising_trg.value_and_grad(beta, ks, engine)
-    g_plus = ising_trg.value_and_grad(beta + H, ks, engine)[1]
-    g_minus = ising_trg.value_and_grad(beta - H, ks, engine)[1]
-    c = beta * beta * (g_plus - g_minus) / (2 * H)
+    if h is None:
+        lnz, grad, curvature = ising_trg.value_grad_and_curvature(beta, ks, engine)
+        c, method = beta * beta * curvature, "ad"
+    else:
+        lnz, grad = ising_trg.value_and_grad(beta, ks, engine)
+        g_plus = ising_trg.value_and_grad(beta + h, ks, engine)[1]
+        g_minus = ising_trg.value_and_grad(beta - h, ks, engine)[1]
+        c, method = beta * beta * (g_plus - g_minus) / (2 * h), "difference"
     exact = (onsager.ln_z(beta), onsager.energy(beta), onsager.specific_heat(beta))
-    values = [beta, lnz, -grad, c, "difference", *exact, lnz - exact[0], -grad - exact[1], c - exact[2]]
+    values = [beta, lnz, -grad, c, method, *exact, lnz - exact[0], -grad - exact[1], c - exact[2]]
     return dict(zip(ising_sweep.COLUMNS, (v if isinstance(v, str) else repr(v) for v in values)))
 
 
@@ -78,9 +82,18 @@ def test_small_sweep_writes_the_columns_and_value_and_grads_bits(tmp_path, expec
     sweep = ising_sweep.run_sweep(BETAS, CHI, STEPS, H, tmp_path / "s", jobs=1)
     assert sweep.csv == tmp_path / "s.csv" and sorted(sweep.computed) == BETAS and sweep.skipped == []
     lines = sweep.csv.read_text().splitlines()
-    assert lines[0] == "# chi=4 steps=6 h=1e-05 c=difference"
+    assert lines[0] == "# chi=4 steps=6 c=ad"
     assert lines[1] == ",".join(ising_sweep.COLUMNS)
     assert rows(sweep.csv) == expected
+
+
+def test_c_by_difference_and_its_crossing_guard(tmp_path):
+    """--c difference: c as ising_trg's central difference; a β whose [β−h, β+h] holds a crossing is marked."""
+    sweep = ising_sweep.run_sweep([0.3], CHI, STEPS, 1e-5, tmp_path / "d", jobs=1)
+    assert sweep.csv.read_text().splitlines()[0] == "# chi=4 steps=6 c=difference h=1e-05"
+    assert rows(sweep.csv)[0.3] == expected_row(0.3, 1e-5)
+    crossing = 0.37634229  # χ = 6, 8 steps: lnZ/N jumps there (see tests/test_c_ad.py)
+    assert ising_sweep.compute_point(crossing, 6, 8, 1e-5)["c_method"] == "difference-crossing"
 
 
 def test_worker_processes_give_the_same_bits_and_stay_quiet_off_a_terminal(tmp_path, expected):

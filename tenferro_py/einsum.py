@@ -20,7 +20,7 @@ import numpy as np
 import opt_einsum
 
 from .errors import DTypeMismatch, InvalidArgument, ShapeMismatch
-from .ops.elementwise import plus
+from .ops.elementwise import cj, plus
 from .rules import RuleSet
 from .tensor import Aval, Tensor
 
@@ -121,10 +121,10 @@ def _fresh_letters(used: str):
 
 
 def operand_cotangent(s, ct, primals, inputs, output, i):
-    """Cotangent of operand ``i``: contract ct with the others, then broadcast and diagonalize."""
+    """Cotangent of operand ``i``: contract ct with the (conjugated) others, then broadcast and diagonalize."""
     target = inputs[i]
     unique = "".join(dict.fromkeys(target))
-    others = [(x, sub) for j, (x, sub) in enumerate(zip(primals, inputs)) if j != i] + [(ct, output)]
+    others = [(cj(s, x), sub) for j, (x, sub) in enumerate(zip(primals, inputs)) if j != i] + [(ct, output)]
     available = set("".join(sub for _, sub in others))
     present = "".join(c for c in unique if c in available)
     g = s.einsum([x for x, _ in others], ",".join(sub for _, sub in others) + "->" + present)

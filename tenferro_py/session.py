@@ -99,6 +99,30 @@ class EagerSession:
     def sqrt(self, x: EagerTensor) -> EagerTensor:
         return self.bind(_ew.sqrt, x)[0]
 
+    def conj(self, x: EagerTensor) -> EagerTensor:
+        """Complex conjugate (x itself for a real dtype)."""
+        return self.bind(_ew.conj, x)[0]
+
+    def real(self, x: EagerTensor) -> EagerTensor:
+        """Real part, of the matching real dtype."""
+        return self.bind(_ew.real, x)[0]
+
+    def imag(self, x: EagerTensor) -> EagerTensor:
+        """Imaginary part, of the matching real dtype (zeros for a real x)."""
+        return self.bind(_ew.imag, x)[0]
+
+    def complex(self, re: EagerTensor, im: EagerTensor) -> EagerTensor:
+        """re + i·im from two real tensors of one shape and dtype."""
+        return self.bind(_ew.complex_, re, im)[0]
+
+    def abs(self, x: EagerTensor) -> EagerTensor:
+        """|x|, real; its derivative at 0 is taken as 0 (sign(0) = 0)."""
+        return self.bind(_ew.abs_, x)[0]
+
+    def sign(self, x: EagerTensor) -> EagerTensor:
+        """x/|x| (0 at 0); a constant for AD."""
+        return self.bind(_ew.sign, x)[0]
+
     def scale_real(self, x: EagerTensor, alpha: float) -> EagerTensor:
         """alpha · x for a real number alpha."""
         return self.bind(_ew.scale_real, x, alpha=_ew.check_real_scalar("scale_real", alpha))[0]

@@ -9,7 +9,7 @@ import numpy as np
 from .errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 
 #: dtypes every op accepts; float64 is the default.
-SUPPORTED_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (np.float64, np.float32, np.complex128, np.complex64))
 
 
 class Aval(NamedTuple):
@@ -37,7 +37,7 @@ def as_host_array(op: str, data: object) -> np.ndarray:
     if arr.dtype.kind in "biu":
         arr = arr.astype(np.float64)
     if arr.dtype not in SUPPORTED_DTYPES:
-        raise DTypeMismatch(op, "float64 or float32 data", str(arr.dtype))
+        raise DTypeMismatch(op, "float64, float32, complex128 or complex64 data", str(arr.dtype))
     return arr
 
 

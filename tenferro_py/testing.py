@@ -26,12 +26,18 @@ Fn = Callable[..., EagerTensor]
 
 
 def _inner(s: EagerSession, xs: Sequence[EagerTensor], ys: Sequence[np.ndarray]) -> EagerTensor:
-    """Σ_i ⟨xs[i], ys[i]⟩ as a differentiable scalar."""
+    """Σ_i Re⟨xs[i], ys[i]⟩ (the real inner product Re Σ conj(x)·y) as a differentiable real scalar."""
     total = None
     for x, y in zip(xs, ys):
-        term = s.reduce_sum(s.mul(x, s.constant_from(Tensor(np.array(y, dtype=x.dtype)))))
+        term = s.reduce_sum(s.mul(s.conj(x), s.constant_from(Tensor(np.array(y, dtype=x.dtype)))))
+        term = s.real(term) if x.dtype.kind == "c" else term
         total = term if total is None else s.add(total, term)
     return total
+
+
+def _real_dot(a: np.ndarray, b: np.ndarray) -> float:
+    """Re Σ conj(a)·b: the inner product under which VJPs are transposes of JVPs."""
+    return float(np.real(np.vdot(a, b)))
 
 
 def _array(x: EagerTensor | None, shape: tuple[int, ...]) -> np.ndarray:
@@ -61,17 +67,27 @@ def check_grads(
     seed: int = 0,
     context: AdContext | None = None,
 ) -> None:
-    """Check f's JVP and VJP rules at ``args`` (arrays or Tensors, float64) up to ``order``.
+    """Check f's JVP and VJP rules at ``args`` (arrays or Tensors) up to ``order``.
 
+    Real arguments are taken in float64, complex ones in complex128; with a complex
+    argument every check runs twice, along a real and along an imaginary direction.
     Raises AssertionError naming the failed check and the measured error.
     """
     if not set(modes) <= {"fwd", "rev"} or not modes:
         raise ValueError(f"check_grads: expected modes among 'fwd', 'rev', got {modes!r}")
-    arrays = [np.array(a, dtype=np.float64) for a in args]
-    _check(f, arrays, tuple(modes), order, h, rtol, atol, np.random.default_rng(seed), context, 1)
+    arrays = [np.array(a, dtype=np.complex128 if np.iscomplexobj(a) else np.float64) for a in args]
+    rng = np.random.default_rng(seed)
+    for part in (1.0, 1j) if any(a.dtype.kind == "c" for a in arrays) else (1.0,):
+        _check(f, arrays, tuple(modes), order, h, rtol, atol, rng, context, 1, part)
 
 
-def _check(f, arrays, modes, order, h, rtol, atol, rng, context, level) -> None:
+def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, part: complex = 1.0) -> np.ndarray:
+    """A normal random array of ``dtype``: real, or ``part`` (1 or i) times a real one when complex."""
+    x = rng.standard_normal(shape)
+    return (part * x).astype(dtype) if dtype.kind == "c" else x
+
+
+def _check(f, arrays, modes, order, h, rtol, atol, rng, context, level, part) -> None:
     rt = EagerRuntime(context)
     eng = CpuEngine.serial()
 
@@ -81,8 +97,10 @@ def _check(f, arrays, modes, order, h, rtol, atol, rng, context, level) -> None:
 
     xs = [rt.variable_from(Tensor(np.array(a))) for a in arrays]
     y = rt.with_eager_session(eng, lambda s: f(s, *xs))
-    v = [rng.standard_normal(a.shape) for a in arrays]
-    w = rng.standard_normal(y.shape)
+    v = [_random(rng, a.shape, a.dtype, part) for a in arrays]
+    w = _random(rng, y.shape, y.dtype)
+    if y.dtype.kind == "c":
+        w = w + 1j * rng.standard_normal(y.shape)
     fd = (value([a + h * d for a, d in zip(arrays, v)]) - value([a - h * d for a, d in zip(arrays, v)])) / (2 * h)
     # Rounding in the difference grows with |f| / h: the absolute tolerance scales with |f|.
     scale = max(1.0, float(np.max(np.abs(y.value().to_numpy()))) if y.value().size else 0.0)
@@ -91,10 +109,12 @@ def _check(f, arrays, modes, order, h, rtol, atol, rng, context, level) -> None:
         _close("jvp vs central difference", jv, fd, rtol, atol * scale, level)
     if "rev" in modes:
         gs = rt.vjp_optional(eng, y, xs, Tensor(w))
-        vjp_v = sum(float(np.vdot(_array(g, d.shape), d)) for g, d in zip(gs, v))
-        _close("<vjp(w), v> vs <w, central difference>", np.array(vjp_v), np.array(np.vdot(w, fd)), rtol, atol * scale, level)
+        vjp_v = sum(_real_dot(_array(g, d.shape), d) for g, d in zip(gs, v))
+        _close("<vjp(w), v> vs <w, central difference>", np.array(vjp_v), np.array(_real_dot(w, fd)), rtol,
+               atol * scale, level)
     if "fwd" in modes and "rev" in modes:
-        _close("dot-product test <vjp(w), v> vs <w, jvp(v)>", np.array(vjp_v), np.array(np.vdot(w, jv)), 1e-10, 1e-12, level)
+        _close("dot-product test <vjp(w), v> vs <w, jvp(v)>", np.array(vjp_v), np.array(_real_dot(w, jv)), 1e-10,
+               1e-12, level)
     if order <= 1:
         return
 
@@ -106,4 +126,4 @@ def _check(f, arrays, modes, order, h, rtol, atol, rng, context, level) -> None:
 
     for g, mode in ((over_reverse, "rev"), (over_forward, "fwd")):
         if mode in modes:
-            _check(g, arrays, modes, order - 1, h, rtol, atol, rng, context, level + 1)
+            _check(g, arrays, modes, order - 1, h, rtol, atol, rng, context, level + 1, part)

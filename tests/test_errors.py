@@ -55,8 +55,9 @@ def test_from_vec_col_major_bad_shape_and_dtype():
         tf.Tensor.from_vec_col_major([2, -1], [1.0, 2.0])
     expect(info, tf.InvalidArgument, ValueError, "from_vec_col_major", "-1")
     with pytest.raises(TypeError) as info:
-        tf.Tensor.from_vec_col_major([2], np.array([1 + 1j, 2.0]))
-    expect(info, tf.DTypeMismatch, TypeError, "from_vec_col_major", "complex128")
+        tf.Tensor.from_vec_col_major([2], np.array([1.0, 2.0], dtype=np.float16))
+    expect(info, tf.DTypeMismatch, TypeError, "from_vec_col_major", "float16")
+    assert tf.Tensor.from_vec_col_major([2], [1 + 1j, 2.0]).dtype == np.complex128
 
 
 def test_item_of_non_scalar():

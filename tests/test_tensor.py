@@ -54,8 +54,10 @@ def test_dtypes():
     assert tf.Tensor.from_vec_col_major([2], [1, 2]).dtype == np.float64  # ints become float64
     assert tf.Tensor.from_vec_col_major([2], np.array([1, 2], np.float32)).dtype == np.float32
     assert tf.Tensor(np.array([True, False])).dtype == np.float64
+    assert tf.Tensor(np.array([1j])).dtype == np.complex128
+    assert tf.Tensor(np.array([1j], np.complex64)).dtype == np.complex64
     with pytest.raises(tf.DTypeMismatch):
-        tf.Tensor(np.array([1j]))
+        tf.Tensor(np.array(["a"]))
 
 
 def test_tensor_is_immutable():

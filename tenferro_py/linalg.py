@@ -18,7 +18,7 @@ import numpy as np
 import scipy.linalg
 
 from .errors import InvalidArgument, LinalgError, ShapeMismatch
-from .ops.elementwise import plus
+from .ops.elementwise import cj, lift_real, plus, real_dtype
 from .ops.structural import SliceConfig
 from .rules import RuleSet
 from .tape import Embedded
@@ -48,7 +48,7 @@ def _svd_abstract(a: Aval, derivative_eps) -> tuple[Aval, Aval, Aval]:
         raise ShapeMismatch("svd", "a matrix (rank 2)", f"shape {list(a.shape)}")
     m, n = a.shape
     k = min(m, n)
-    return Aval((m, k), a.dtype), Aval((k,), a.dtype), Aval((k, n), a.dtype)
+    return Aval((m, k), a.dtype), Aval((k,), real_dtype(a.dtype)), Aval((k, n), a.dtype)
 
 
 def _svd_impl(a, derivative_eps):
@@ -93,10 +93,18 @@ def broadened_inverse(s, sv, eps):
 
 
 def _antisym_columns(s, f_cols, p):
-    """Columns [0, kk) of F ∘ (X − Xᵀ), where X = [p, 0] (p: K × kk): F's columns times p − [p[:kk]ᵀ; 0]."""
+    """Columns [0, kk) of F ∘ (X − Xᴴ), where X = [p, 0] (p: K × kk): F's columns times p − [p[:kk]ᴴ; 0]."""
     k, kk = p.shape
-    head_t = s.transpose(_columns(s, p, kk, 0), (1, 0))
-    return s.mul(f_cols, s.sub(p, _extend(s, head_t, k, 0)))
+    head_h = s.transpose(cj(s, _columns(s, p, kk, 0)), (1, 0))
+    return s.mul(lift_real(s, f_cols, p), s.sub(p, _extend(s, head_h, k, 0)))
+
+
+def _phase_term(s, dp_head, sk, eps):
+    """i·Im(diag dP)/s: the part of dU (or Ū's dual) that keeps the complex phase gauge; None if real."""
+    if dp_head.dtype.kind != "c":
+        return None
+    im = s.mul(s.imag(s.einsum([dp_head], "ii->i")), broadened_inverse(s, sk, eps))
+    return s.complex(s.zeros(im.shape, im.dtype), im)
 
 
 def _columns(s, x, stop, axis):
@@ -138,8 +146,9 @@ def _leading_block(s, ct, axis):
 def _svd_jvp(s, tangents, primals, outputs, extents, derivative_eps):
     """dU, dS, dVt of SPEC §3, only in the leading kk columns (rows of Vt) downstream reads.
 
-    With dP = Uᵀ dA V only its first kk columns and rows enter: dP[:, :kk] and
-    dP[:kk, :] cost O(m n kk), and so does every product below.
+    With dP = Uᴴ dA V only its first kk columns and rows enter: dP[:, :kk] and
+    dP[:kk, :] cost O(m n kk), and so does every product below. For complex A,
+    dS = Re diag dP and dU also gets U·diag(i Im(dP_ii)/s_i) (JAX's gauge).
     """
     (da,), (a,), (u, sv, vt) = tangents, primals, outputs
     m, n = a.shape
@@ -147,35 +156,46 @@ def _svd_jvp(s, tangents, primals, outputs, extents, derivative_eps):
     eps = _eps(s, derivative_eps)
     kk = max(0 if e is None else e[ax][1] for e, ax in zip(extents, (1, 0, 0)))
     uk, sk, vtk = _columns(s, u, kk, 1), _columns(s, sv, kk, 0), _columns(s, vt, kk, 0)
-    dp_left = s.einsum([u, da, vtk], "ai,ab,jb->ij")  # (Uᵀ dA V)[:, :kk]
+    lift = lambda x: lift_real(s, x, a)  # noqa: E731
+    dp_left = s.einsum([cj(s, u), da, cj(s, vtk)], "ai,ab,jb->ij")  # (Uᴴ dA V)[:, :kk]
     if kk == k:
-        dp_top_t = s.transpose(dp_left, (1, 0))
+        dp_top_h = s.transpose(cj(s, dp_left), (1, 0))
     else:
-        dp_top_t = s.einsum([uk, da, vt], "aj,ab,ib->ij")  # (Uᵀ dA V)[:kk, :]ᵀ
-    f_cols = broadened_f(s, sv, eps, kk)
-    s_rows = s.broadcast_in_dim(sv, (k, kk), (0,))  # s_i
-    s_cols = s.broadcast_in_dim(sk, (k, kk), (1,))  # s_j, j < kk
+        dp_top_h = s.einsum([uk, cj(s, da), vt], "aj,ab,ib->ij")  # (Uᴴ dA V)[:kk, :]ᴴ
+    f_cols = lift(broadened_f(s, sv, eps, kk))
+    s_rows = lift(s.broadcast_in_dim(sv, (k, kk), (0,)))  # s_i
+    s_cols = lift(s.broadcast_in_dim(sk, (k, kk), (1,)))  # s_j, j < kk
+    dp_head = _columns(s, dp_left, kk, 0)
     du = ds = dvt = None
-    if extents[0] is not None:  # U F∘(dP S + S dPᵀ), + (I − UUᵀ) dA V S⁻¹ when tall
-        du = s.einsum([u, s.mul(f_cols, s.add(s.mul(dp_left, s_cols), s.mul(s_rows, dp_top_t)))], "ai,ij->aj")
+    if extents[0] is not None:  # U F∘(dP S + S dPᴴ) (+ phase), + (I − UUᴴ) dA V S⁻¹ when tall
+        du = s.einsum([u, s.mul(f_cols, s.add(s.mul(dp_left, s_cols), s.mul(s_rows, dp_top_h)))], "ai,ij->aj")
+        phase = _phase_term(s, dp_head, sk, eps)
+        if phase is not None:
+            du = s.add(du, s.einsum([uk, phase], "aj,j->aj"))
         if m > k:
-            rest = s.sub(s.einsum([da, vtk], "ab,jb->aj"), s.einsum([u, dp_left], "ai,ij->aj"))
-            du = s.add(du, s.einsum([rest, broadened_inverse(s, sk, eps)], "aj,j->aj"))
+            rest = s.sub(s.einsum([da, cj(s, vtk)], "ab,jb->aj"), s.einsum([u, dp_left], "ai,ij->aj"))
+            du = s.add(du, s.einsum([rest, lift(broadened_inverse(s, sk, eps))], "aj,j->aj"))
         du = _extend(s, du, k, 1)
-    if extents[1] is not None:  # diag(dP)
-        ds = _extend(s, s.einsum([_columns(s, dp_left, kk, 0)], "ii->i"), k, 0)
-    if extents[2] is not None:  # (V F∘(S dP + dPᵀ S))ᵀ, + S⁻¹ Uᵀ dA (I − VVᵀ) when wide
-        jv = s.mul(f_cols, s.add(s.mul(s_rows, dp_left), s.mul(dp_top_t, s_cols)))
-        dvt = s.einsum([jv, vt], "ij,ib->jb")
+    if extents[1] is not None:  # Re diag(dP)
+        ds = _extend(s, s.real(s.einsum([dp_head], "ii->i")), k, 0)
+    if extents[2] is not None:  # (V F∘(S dP + dPᴴ S))ᴴ, + S⁻¹ Uᴴ dA (I − VVᴴ) when wide
+        jv = s.mul(f_cols, s.add(s.mul(s_rows, dp_left), s.mul(dp_top_h, s_cols)))
+        dvt = s.einsum([cj(s, jv), vt], "ij,ib->jb")
         if n > k:
-            dp_top = s.transpose(dp_top_t, (1, 0))
-            rest = s.sub(s.einsum([uk, da], "ai,ab->ib"), s.einsum([dp_top, vt], "ij,jb->ib"))
-            dvt = s.add(dvt, s.einsum([broadened_inverse(s, sk, eps), rest], "i,ib->ib"))
+            dp_top = s.transpose(cj(s, dp_top_h), (1, 0))
+            rest = s.sub(s.einsum([cj(s, uk), da], "ai,ab->ib"), s.einsum([dp_top, vt], "ij,jb->ib"))
+            dvt = s.add(dvt, s.einsum([lift(broadened_inverse(s, sk, eps)), rest], "i,ib->ib"))
         dvt = _extend(s, dvt, k, 0)
     return du, ds, dvt
 
 
 def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
+    """Ā = U M Vᴴ (+ rectangular terms), the transpose of the JVP under Re⟨·,·⟩.
+
+    M = diag(S̄) + J S + S L (+ i Im(diag UᴴŪ)/s for complex A), J = F∘(UᴴŪ − ŪᴴU),
+    L = F∘(VᴴV̄ − V̄ᴴV): J and L are Hermitian and zero outside their first kk rows and
+    columns, so only M[:, :kk] and M[:kk, :] are formed.
+    """
     (a,), (u, sv, vt) = primals, outputs
     m, n = a.shape
     k = sv.shape[0]
@@ -183,39 +203,41 @@ def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
     (ub, ku), (sb, ks), (vb, kv) = (_leading_block(s, c, ax) for c, ax in zip(cotangents, (1, 0, 0)))
     kk = max(ku, ks, kv)  # every cotangent is zero beyond index kk
     uk, sk, vtk = _columns(s, u, kk, 1), _columns(s, sv, kk, 0), _columns(s, vt, kk, 0)
-    # M = J S + S L with J = F∘(UᵀŪ − ŪᵀU), L = F∘(VᵀV̄ − V̄ᵀV): both symmetric and zero
-    # outside their first kk rows and columns, so only M[:, :kk] and M[:kk, :] are formed.
+    lift = lambda x: lift_real(s, x, a)  # noqa: E731
     f_cols = broadened_f(s, sv, eps, kk)  # K × kk
-    s_rows = s.broadcast_in_dim(sv, (k, kk), (0,))  # s_i
-    s_cols = s.broadcast_in_dim(sk, (k, kk), (1,))  # s_j, j < kk
+    s_rows = lift(s.broadcast_in_dim(sv, (k, kk), (0,)))  # s_i
+    s_cols = lift(s.broadcast_in_dim(sk, (k, kk), (1,)))  # s_j, j < kk
     m_left = m_top = p = q = None
     if ub is not None:
         ub = _extend(s, ub, kk, 1)
-        p = s.einsum([u, ub], "ai,aj->ij")  # UᵀŪ: K × kk
+        p = s.einsum([cj(s, u), ub], "ai,aj->ij")  # UᴴŪ: K × kk
         j_cols = _antisym_columns(s, f_cols, p)
         m_left = s.mul(j_cols, s_cols)
-        m_top = s.mul(s.transpose(j_cols, (1, 0)), s.transpose(s_rows, (1, 0)))
+        m_top = s.mul(s.transpose(cj(s, j_cols), (1, 0)), s.transpose(s_rows, (1, 0)))
+        phase = _phase_term(s, _columns(s, p, kk, 0), sk, eps)
+        if phase is not None:
+            m_top = s.add(m_top, s.einsum([phase, s.constant_from(Tensor(np.eye(kk, k, dtype=a.dtype)))], "i,ij->ij"))
     if vb is not None:
         vb = _extend(s, vb, kk, 0)
-        q = s.einsum([vt, vb], "ib,jb->ij")  # VᵀV̄: K × kk
+        q = s.einsum([vt, cj(s, vb)], "ib,jb->ij")  # VᴴV̄: K × kk
         l_cols = _antisym_columns(s, f_cols, q)
         m_left = plus(s, m_left, s.mul(s_rows, l_cols))
-        m_top = plus(s, m_top, s.mul(s.transpose(s_cols, (1, 0)), s.transpose(l_cols, (1, 0))))
+        m_top = plus(s, m_top, s.mul(s.transpose(s_cols, (1, 0)), s.transpose(cj(s, l_cols), (1, 0))))
     abar = None
-    if m_left is not None:  # U M Vᵀ = U_k M[:kk, :] Vᵀ + U[:, kk:] M[kk:, :kk] V_kᵀ
+    if m_left is not None:  # U M Vᴴ = U_k M[:kk, :] Vᴴ + U[:, kk:] M[kk:, :kk] V_kᴴ
         abar = s.einsum([uk, m_top, vt], "ai,ij,jb->ab")
         if kk < k:
             u_rest = s.slice(u, SliceConfig([0, kk], [m, k]))
             m_rest = s.slice(m_left, SliceConfig([kk, 0], [k, kk]))
             abar = s.add(abar, s.einsum([u_rest, m_rest, vtk], "ai,ij,jb->ab"))
     if sb is not None:
-        abar = plus(s, abar, s.einsum([uk, _extend(s, sb, kk, 0), vtk], "ai,i,ib->ab"))
-    if m > k and ub is not None:  # (I − UUᵀ) Ū S⁻¹ Vᵀ
+        abar = plus(s, abar, s.einsum([uk, lift(_extend(s, sb, kk, 0)), vtk], "ai,i,ib->ab"))
+    if m > k and ub is not None:  # (I − UUᴴ) Ū S⁻¹ Vᴴ
         rest = s.sub(ub, s.einsum([u, p], "ai,ij->aj"))
-        abar = plus(s, abar, s.einsum([rest, broadened_inverse(s, sk, eps), vtk], "aj,j,jb->ab"))
-    if n > k and vb is not None:  # U S⁻¹ V̄ᵀ (I − VVᵀ)
-        rest = s.sub(vb, s.einsum([q, vt], "ij,ib->jb"))
-        abar = plus(s, abar, s.einsum([uk, broadened_inverse(s, sk, eps), rest], "ai,i,ib->ab"))
+        abar = plus(s, abar, s.einsum([rest, lift(broadened_inverse(s, sk, eps)), vtk], "aj,j,jb->ab"))
+    if n > k and vb is not None:  # U S⁻¹ V̄ᴴ (I − VVᴴ)
+        rest = s.sub(vb, s.einsum([cj(s, q), vt], "ij,ib->jb"))
+        abar = plus(s, abar, s.einsum([uk, lift(broadened_inverse(s, sk, eps)), rest], "ai,i,ib->ab"))
     return (abar,)
 
 

@@ -169,8 +169,8 @@ conj = RULES.define(
 )
 
 
-def _as_complex(s, re, like):
-    """re (real) as a tensor of ``like``'s complex dtype."""
+def lift_real(s, re, like):
+    """re (real) as a tensor of ``like``'s dtype: complex (zero imaginary part) when ``like`` is."""
     return s.complex(re, _zeros_like(s, re)) if like.dtype.kind == "c" else re
 
 
@@ -179,7 +179,7 @@ real = RULES.define(
     _real_part_aval,
     lambda x: (np.real(x).copy(),),
     jvp=lambda s, t, p, o: (s.real(t[0]),),
-    vjp=lambda s, c, p, o, needs: (_as_complex(s, c[0], p[0]),),
+    vjp=lambda s, c, p, o, needs: (lift_real(s, c[0], p[0]),),
 )
 
 
@@ -253,7 +253,7 @@ def _abs_vjp(s, cotangents, primals, outputs, needs):
     (ct,), (x,), (y,) = cotangents, primals, outputs
     if x.dtype.kind != "c":
         return (s.mul(s.sign(x), ct),)
-    return (s.mul(x, _as_complex(s, s.div(ct, _nonzero(s, y)), x)),)
+    return (s.mul(x, lift_real(s, s.div(ct, _nonzero(s, y)), x)),)
 
 
 abs_ = RULES.define("abs", _real_part_aval, lambda x: (np.abs(x),), _abs_jvp, _abs_vjp)

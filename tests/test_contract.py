@@ -274,18 +274,22 @@ def test_wrt_list_returns_list(rt, eng, rng):
     np.testing.assert_allclose(rt.jvp(eng, out, [x, y], [T(v), T(w)]).item(), v @ b + a @ w, rtol=1e-14)
 
 
-def test_vjp_wrt_intermediate(rt, eng, rng):
+def _exp_of_square(rt, eng, rng):
+    """(a, x, z, y): a variable x = a, the recorded intermediate z = x·x, and y = Σ exp(z)."""
     a = rng.standard_normal(3)
     x = rt.variable_from(T(a))
     state = {}
 
     def f(s):
-        z = s.mul(x, x)
-        state["z"] = z
-        return s.reduce_sum(s.exp(z))
+        state["z"] = s.mul(x, x)
+        return s.reduce_sum(s.exp(state["z"]))
 
     y = rt.with_eager_session(eng, f)
-    z = state["z"]
+    return a, x, state["z"], y
+
+
+def test_vjp_wrt_intermediate(rt, eng, rng):
+    a, x, z, y = _exp_of_square(rt, eng, rng)
     assert z.is_tracked and not z.is_leaf
     np.testing.assert_allclose(arr(rt.vjp(eng, y, z, T(1.0))), np.exp(a * a), rtol=1e-15)
     v = rng.standard_normal(3)
@@ -298,34 +302,18 @@ def test_vjp_wrt_intermediate(rt, eng, rng):
 
 def test_vjp_wrt_intermediate_and_its_ancestor(rt, eng, rng):
     """wrt = [z, x] with z = x·x: x still reaches y (through z); each gets its full cotangent."""
-    a = rng.standard_normal(3)
-    x = rt.variable_from(T(a))
-    state = {}
-
-    def f(s):
-        z = s.mul(x, x)
-        state["z"] = z
-        return s.reduce_sum(s.exp(z))
-
-    y = rt.with_eager_session(eng, f)
-    gz, gx = rt.grad(eng, y, [state["z"], x])
+    a, x, z, y = _exp_of_square(rt, eng, rng)
+    gz, gx = rt.grad(eng, y, [z, x])
     np.testing.assert_allclose(arr(gz), np.exp(a * a), rtol=1e-15)
     np.testing.assert_allclose(arr(gx), 2 * a * np.exp(a * a), rtol=1e-15)
 
 
 def test_jvp_wrt_intermediate_and_its_ancestor_is_the_transpose(rt, eng, rng):
     """jvp with seeds on z = x·x and on x: ⟨vjp(w), (tz, tx)⟩ = w · jvp((tz, tx))."""
-    a, tz, tx = rng.standard_normal(3), rng.standard_normal(3), rng.standard_normal(3)
-    x = rt.variable_from(T(a))
-    state = {}
-
-    def f(s):
-        state["z"] = s.mul(x, x)
-        return s.reduce_sum(s.exp(state["z"]))
-
-    y = rt.with_eager_session(eng, f)
-    gz, gx = rt.grad(eng, y, [state["z"], x])
-    jv = rt.jvp(eng, y, [state["z"], x], [T(tz), T(tx)])
+    a, x, z, y = _exp_of_square(rt, eng, rng)
+    tz, tx = rng.standard_normal(3), rng.standard_normal(3)
+    gz, gx = rt.grad(eng, y, [z, x])
+    jv = rt.jvp(eng, y, [z, x], [T(tz), T(tx)])
     np.testing.assert_allclose(jv.item(), arr(gz) @ tz + arr(gx) @ tx, rtol=1e-14)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import string
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import opt_einsum
@@ -72,9 +72,32 @@ def _parse(subscripts: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[
 
 
 @functools.lru_cache(maxsize=4096)
-def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]):
-    """The opt_einsum contraction expression for these subscripts and shapes (cached)."""
-    return opt_einsum.contract_expression(",".join(inputs) + "->" + output, *shapes, optimize="auto")
+def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]) -> Callable[..., np.ndarray]:
+    """How to evaluate these subscripts for these shapes (cached per subscripts and shapes).
+
+    A pairwise contraction (no index repeated inside an operand, none summed inside
+    one operand alone, no batch index) is one BLAS call, ``tensordot`` then a
+    transpose; one operand or anything else goes to ``numpy.einsum``; three or more
+    operands to opt_einsum's planned contraction.
+    """
+    spec = ",".join(inputs) + "->" + output
+    if len(inputs) > 2:
+        return opt_einsum.contract_expression(spec, *shapes, optimize="auto")
+    if len(inputs) == 2:
+        a, b = inputs
+        shared = [c for c in a if c in b]
+        pure = (
+            len(set(a)) == len(a)
+            and len(set(b)) == len(b)
+            and not any(c in output for c in shared)
+            and all(c in output for c in a + b if c not in shared)
+        )
+        if pure and shared:
+            axes = ([a.index(c) for c in shared], [b.index(c) for c in shared])
+            free = [c for c in a if c not in shared] + [c for c in b if c not in shared]
+            perm = [free.index(c) for c in output]
+            return lambda x, y: np.transpose(np.tensordot(x, y, axes), perm)
+    return lambda *arrays: np.einsum(spec, *arrays)
 
 
 @functools.lru_cache(maxsize=4096)

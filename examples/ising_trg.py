@@ -22,10 +22,11 @@ import math
 import struct
 import sys
 import time
+from functools import partial
 from typing import NamedTuple, Sequence
 
 import tenferro_py as tf
-from tenferro_py import AdContext, CpuEngine, EagerRuntime, EagerSession, EagerTensor, Pool, SliceConfig, Tensor
+from tenferro_py import AdContext, CpuEngine, EagerRuntime, EagerSession, EagerTensor, Pool, SliceConfig, Tensor, staged
 
 DEFAULT_BETAS = (0.3, 0.4, 0.44, 0.5, 0.6)
 STRUCTURAL_RANKS = (2, 4, 4)  # ranks of the first three steps' matrices; beyond them s = 0 exactly
@@ -197,6 +198,16 @@ def value_grad_and_curvature(
     return fw.lnz, grad.item(), curvature.item()
 
 
+def program(ks: Sequence[int]) -> staged.Program:
+    """The same TRG as a :class:`tenferro_py.staged.Program`: ``initial``, one ``step`` per k, ``log_trace``.
+
+    Its sweeps give bit for bit what this file's hand-written ones give.
+    """
+    n = len(ks)
+    stages = [staged.Stage(partial(step, k=k), 2.0**-i) for i, k in enumerate(ks)]
+    return staged.Program(initial, stages, log_trace, 2.0**-n)
+
+
 def hex_bits(x: float) -> str:
     """The 16 hex digits of a float64's bits."""
     return struct.pack(">d", x).hex()
@@ -261,7 +272,7 @@ class UsageError(Exception):
     """A bad command-line argument; its message names the argument and what is allowed."""
 
 
-def _number(name: str, text: str, kind: type, allowed: str, ok) -> float:
+def number_argument(name: str, text: str, kind: type, allowed: str, ok) -> float:
     try:
         value = kind(text)
     except ValueError:
@@ -294,8 +305,8 @@ def parse_args(argv: Sequence[str]) -> dict:
     names = [("chi", 16, int, *positive_int), ("steps", 20, int, *positive_int), ("width", 1, int, *positive_int),
              ("h", 1e-5, float, *positive_float)]
     for (name, default, kind, allowed, ok), text in zip(names, args + [None] * len(names)):
-        out[name] = default if text is None else _number(name, text, kind, allowed, ok)
-    out["betas"] = [_number("beta", a, float, *positive_float) for a in args[len(names):]] or list(DEFAULT_BETAS)
+        out[name] = default if text is None else number_argument(name, text, kind, allowed, ok)
+    out["betas"] = [number_argument("beta", a, float, *positive_float) for a in args[len(names):]] or list(DEFAULT_BETAS)
     return out
 
 

@@ -1,6 +1,6 @@
 """tenferro_py: an eager automatic-differentiation tape over NumPy/LAPACK with tenferro's API."""
 
-from . import einsum, linalg
+from . import einsum, linalg, staged
 from .engine import CpuEngine, Pool, PoolBuilder
 from .errors import (
     DTypeMismatch,
@@ -45,4 +45,5 @@ __all__ = [
     "Unsupported",
     "einsum",
     "linalg",
+    "staged",
 ]

@@ -1,4 +1,5 @@
-"""Linear algebra: the thin SVD through LAPACK, with the broadened derivative rule.
+"""Linear algebra: the thin SVD and the symmetric eigendecomposition through LAPACK,
+with the broadened derivative rules.
 
 With A = U S Vᵀ (K = min(m, n)) the rules need 1/(s_j² − s_i²), infinite at
 repeated singular values. The broadened rule (tenferro's default) uses
@@ -17,7 +18,7 @@ import math
 import numpy as np
 import scipy.linalg
 
-from .errors import InvalidArgument, LinalgError, ShapeMismatch
+from .errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
 from .ops.elementwise import cj, lift_real, plus, real_dtype
 from .ops.structural import SliceConfig
 from .rules import RuleSet
@@ -74,17 +75,22 @@ def _full(s, shape, value, dtype):
 
 
 def broadened_f(s, sv, eps, cols=None):
-    """Columns [0, cols) of F: F_ij = d/(d² + ε²) with d = s_j² − s_i², and F_ii = 0.
+    """Columns [0, cols) of the SVD's F: :func:`broadened_gap_inverse` of w = s²."""
+    return broadened_gap_inverse(s, s.mul(sv, sv), eps, cols)
 
-    The diagonal is masked to a constant zero: as d/(d² + ε²) its derivative
-    would be 1/ε², which cancels only in exact arithmetic.
+
+def broadened_gap_inverse(s, w, eps, cols=None):
+    """Columns [0, cols) of F: F_ij = d/(d² + ε²) with d = w_j − w_i, and F_ii = 0.
+
+    1/(w_j − w_i) where the w are separated, finite where they repeat. The diagonal
+    is masked to a constant zero: as d/(d² + ε²) its derivative would be 1/ε², which
+    cancels only in exact arithmetic.
     """
-    k = sv.shape[0]
+    k = w.shape[0]
     cols = k if cols is None else cols
-    s2 = s.mul(sv, sv)
-    d = s.sub(s.broadcast_in_dim(_columns(s, s2, cols, 0), (k, cols), (1,)), s.broadcast_in_dim(s2, (k, cols), (0,)))
-    f = s.div(d, s.add(s.mul(d, d), _full(s, (k, cols), eps * eps, sv.dtype)))
-    return s.mul(f, s.constant_from(Tensor(1.0 - np.eye(k, cols, dtype=sv.dtype))))
+    d = s.sub(s.broadcast_in_dim(_columns(s, w, cols, 0), (k, cols), (1,)), s.broadcast_in_dim(w, (k, cols), (0,)))
+    f = s.div(d, s.add(s.mul(d, d), _full(s, (k, cols), eps * eps, w.dtype)))
+    return s.mul(f, s.constant_from(Tensor(1.0 - np.eye(k, cols, dtype=w.dtype))))
 
 
 def broadened_inverse(s, sv, eps):
@@ -250,4 +256,64 @@ svd_p = _RULES.define(
     embedded_cotangents=True,
     jvp_extents=True,
     cost=lambda in_avals, out_avals, params: 10.0 * math.prod(in_avals[0].shape) * out_avals[1].shape[0],
+)
+
+
+# --- eigh ------------------------------------------------------------------------
+#
+# A = V diag(w) Vᵀ for the symmetric part of A (w ascending). With P = Vᵀ dA V,
+# dw = diag(P) and dV = V (F ∘ P), F_ij = 1/(w_j − w_i): the SVD's F with
+# d = w_j − w_i in place of s_j² − s_i², broadened the same way.
+
+
+def _eigh_abstract(a: Aval, derivative_eps) -> tuple[Aval, Aval]:
+    if len(a.shape) != 2 or a.shape[0] != a.shape[1]:
+        raise ShapeMismatch("eigh", "a square matrix (rank 2)", f"shape {list(a.shape)}")
+    if a.dtype.kind != "f":
+        raise DTypeMismatch("eigh", "a real matrix (float64 or float32)", str(a.dtype))
+    n = a.shape[0]
+    return Aval((n,), a.dtype), Aval((n, n), a.dtype)
+
+
+def _eigh_impl(a, derivative_eps):
+    """syevd through NumPy (it releases the GIL) on (A + Aᵀ)/2, which is A itself, bit for bit, when A is symmetric."""
+    try:
+        return tuple(np.linalg.eigh((a + a.T) * 0.5))
+    except np.linalg.LinAlgError as err:
+        raise LinalgError("eigh", "LAPACK syevd to converge", str(err)) from None
+
+
+def _symmetric_part(s, x):
+    """(x + xᵀ)/2."""
+    return s.scale_real(s.add(x, s.transpose(x, (1, 0))), 0.5)
+
+
+def _eigh_jvp(s, tangents, primals, outputs, derivative_eps):
+    """dw = diag(P), dV = V (F ∘ P) with P = Vᵀ sym(dA) V."""
+    (da,), (w, v) = tangents, outputs
+    p = _symmetric_part(s, s.einsum([v, da, v], "ai,ab,bj->ij"))
+    f = broadened_gap_inverse(s, w, _eps(s, derivative_eps))
+    return s.einsum([p], "ii->i"), s.einsum([v, s.mul(f, p)], "ai,ij->aj")
+
+
+def _eigh_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
+    """Ā = V [diag(w̄) + sym(F ∘ (Vᵀ V̄))] Vᵀ: the JVP's transpose, symmetric as the input it reads."""
+    (wb, vb), (w, v) = cotangents, outputs
+    abar = None
+    if vb is not None:
+        f = broadened_gap_inverse(s, w, _eps(s, derivative_eps))
+        inner = _symmetric_part(s, s.mul(f, s.einsum([v, vb], "ai,aj->ij")))
+        abar = s.einsum([v, inner, v], "ai,ij,bj->ab")
+    if wb is not None:
+        abar = plus(s, abar, s.einsum([v, wb, v], "ai,i,bi->ab"))
+    return (abar,)
+
+
+eigh_p = _RULES.define(
+    "eigh",
+    _eigh_abstract,
+    _eigh_impl,
+    _eigh_jvp,
+    _eigh_vjp,
+    cost=lambda in_avals, out_avals, params: 9.0 * in_avals[0].shape[0] ** 3,  # tridiagonalisation and vectors
 )

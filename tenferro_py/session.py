@@ -197,3 +197,15 @@ class EagerSession:
             derivative_eps = _linalg.check_derivative_eps("svd", derivative_eps)
         u, s, vt = self.bind(_linalg.svd_p, x, derivative_eps=derivative_eps)
         return u, s, vt
+
+    def eigh(self, x: EagerTensor, derivative_eps: float | None = None) -> tuple[EagerTensor, EagerTensor]:
+        """Eigenvalues (ascending) and eigenvectors (w, v) of the symmetric part (x + xᵀ)/2 of a square matrix.
+
+        Symmetrising makes the op (and its derivatives) defined for any square
+        input; a symmetric x is unchanged. ``derivative_eps`` overrides the
+        context's ε of the broadened rule.
+        """
+        if derivative_eps is not None:
+            derivative_eps = _linalg.check_derivative_eps("eigh", derivative_eps)
+        w, v = self.bind(_linalg.eigh_p, x, derivative_eps=derivative_eps)
+        return w, v

@@ -1,0 +1,341 @@
+"""Staged programs: a chain of stages, each differentiated alone, their pullbacks chained.
+
+Tensor-network codes (TRG, HOTRG, CTMRG) compute a scalar objective
+
+    x₀ = source(θ),   (x_{i+1}, side_i) = stage_i(x_i),   L(θ) = Σ_i c_i side_i + c_out readout(x_n)
+
+where side_i is, say, ln‖x_i‖ and c_i the fraction of sites it stands for.
+:class:`Program` runs each stage on a fresh leaf made from x_i (``variable_from``
+cuts the trace there), so no graph is longer than one stage, and chains the
+stages by hand:
+
+* ``value``: L alone, nothing recorded.
+* ``value_and_grad``, reverse: x̄_n = c_out ∂readout/∂x_n; per stage, newest first,
+  x̄_i = vjp(x_{i+1}; x̄_{i+1}) + vjp(side_i; c_i); then θ̄ = vjp(x₀; x̄₀).
+* ``value_and_jvp``, forward: ẋ_{i+1} = jvp(x_{i+1}; ẋ_i), and L̇ sums the sides'
+  tangents with their coefficients. It keeps no stage behind it, so its memory does
+  not grow with the chain.
+* ``value_grad_and_curvature``, forward over reverse: the reverse sweep with each
+  stage's running cotangent a fresh leaf, so each step's jvp along (ẋ_i, tangent of
+  the cotangent) gives the tangent of the next; its end is H·θ̇ (d²L/dθ² for a
+  scalar θ and θ̇ = 1).
+
+The reverse sweeps keep every stage's graph (its residuals, the SVDs say) from
+the forward, unless ``checkpoint`` says otherwise: ``"stage"`` keeps only each
+stage's input and re-runs the stage just before its pullback; ``"sqrt"`` keeps
+the input of every ⌈√L⌉-th stage and re-runs one segment of stages at a time.
+Stages are deterministic, so every mode gives the same bits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Callable, NamedTuple, Sequence, TypeVar
+
+import numpy as np
+
+from .engine import CpuEngine
+from .errors import InvalidArgument
+from .runtime import EagerRuntime
+from .session import EagerSession
+from .tape import EagerTensor
+from .tensor import Tensor
+
+SourceFn = Callable[[EagerSession, EagerTensor], EagerTensor]
+StageFn = Callable[[EagerSession, EagerTensor], "tuple[EagerTensor, EagerTensor | None]"]
+ReadoutFn = Callable[[EagerSession, EagerTensor], EagerTensor]
+
+CHECKPOINTS = (None, "stage", "sqrt")
+State = TypeVar("State")
+
+
+class Stage(NamedTuple):
+    """``fn(s, x) -> (x_next, side)`` and ``coef``, the weight of the scalar ``side`` in L.
+
+    ``side`` may be None (the stage adds nothing to L; ``coef`` is then unused).
+    """
+
+    fn: StageFn
+    coef: float = 0.0
+
+
+class ValueAndGrad(NamedTuple):
+    value: float
+    grad: Tensor
+
+
+class ValueAndJvp(NamedTuple):
+    value: float
+    jvp: float
+
+
+class ValueGradAndCurvature(NamedTuple):
+    value: float
+    grad: Tensor
+    curvature: Tensor
+
+
+class _StageRun(NamedTuple):
+    """One stage as run: x_i as a fresh leaf, its outputs, and the tangents ẋ_i, ẋ_{i+1} (or None)."""
+
+    leaf: EagerTensor
+    out: EagerTensor
+    side: EagerTensor | None
+    tangent: EagerTensor | None
+    out_tangent: EagerTensor | None
+
+
+class _Segment(NamedTuple):
+    """Consecutive stages: their input (and its tangent), and their runs when kept."""
+
+    stages: range
+    x: EagerTensor
+    tangent: EagerTensor | None
+    runs: list[_StageRun] | None
+
+
+class _Forward(NamedTuple):
+    value: float
+    x0: EagerTensor
+    segments: list[_Segment]
+    last: EagerTensor
+    readout: EagerTensor
+    last_tangent: EagerTensor | None
+
+
+def _setup(runtime: EagerRuntime | None, engine: CpuEngine | None) -> tuple[EagerRuntime, CpuEngine]:
+    return runtime if runtime is not None else EagerRuntime(), engine if engine is not None else CpuEngine.serial()
+
+
+def _as_tensor(op: str, what: str, x: object) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_)):
+        return Tensor.scalar(float(x))
+    raise InvalidArgument(op, f"{what}: a Tensor or a real number", type(x).__name__)
+
+
+def _coef(op: str, what: str, c: object) -> float:
+    real = isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, (bool, np.bool_))
+    if not (real and math.isfinite(c)):
+        raise InvalidArgument(op, f"{what}: a finite real number", repr(c))
+    return float(c)
+
+
+def _scalar_like(c: float, x: EagerTensor) -> Tensor:
+    return Tensor(np.array(c, dtype=x.dtype))
+
+
+class Program:
+    """A staged program: ``source(s, θ) -> x₀``, ``stages``, ``readout(s, x_n) -> scalar``.
+
+    L(θ) = Σ_i stages[i].coef · side_i + readout_coef · readout(x_n). Stage
+    functions must be deterministic (checkpointing re-runs them). Methods take
+    θ as a Tensor or a number, and ``engine`` / ``runtime`` (default: a serial
+    engine and a runtime with every rule of the library).
+    """
+
+    __slots__ = ("source", "stages", "readout", "readout_coef")
+
+    def __init__(self, source: SourceFn, stages: Sequence[Stage], readout: ReadoutFn, readout_coef: float = 1.0):
+        op = "staged.Program"
+        if not callable(source) or not callable(readout):
+            got = f"{type(source).__name__}, {type(readout).__name__}"
+            raise InvalidArgument(op, "callable source and readout", got)
+        checked = []
+        for i, st in enumerate(stages):
+            if not (isinstance(st, tuple) and len(st) == 2 and callable(st[0])):
+                raise InvalidArgument(op, f"stages[{i}]: a Stage(fn, coef)", repr(st))
+            checked.append(Stage(st[0], _coef(op, f"stages[{i}].coef", st[1])))
+        self.source = source
+        self.stages: tuple[Stage, ...] = tuple(checked)
+        self.readout = readout
+        self.readout_coef = _coef(op, "readout_coef", readout_coef)
+
+    def __len__(self) -> int:
+        return len(self.stages)
+
+    # --- the value and the three sweeps -------------------------------------------------
+
+    def value(
+        self, theta: "Tensor | float", *, engine: CpuEngine | None = None, runtime: EagerRuntime | None = None
+    ) -> float:
+        """L alone: the forward with nothing recorded."""
+        rt, eng = _setup(runtime, engine)
+        with rt.no_grad():
+            theta = rt.constant_from(_as_tensor("Program.value", "theta", theta))
+            return self._forward(rt, eng, theta, None, max(len(self.stages), 1)).value
+
+    def value_and_grad(
+        self, theta: "Tensor | float", *, engine: CpuEngine | None = None, runtime: EagerRuntime | None = None,
+        checkpoint: str | None = None,
+    ) -> ValueAndGrad:
+        """(L, dL/dθ) by the staged reverse sweep: per stage two vjps, summed."""
+        rt, eng = _setup(runtime, engine)
+        theta = rt.variable_from(_as_tensor("Program.value_and_grad", "theta", theta))
+        fw = self._forward(rt, eng, theta, None, self._segment_length("Program.value_and_grad", checkpoint))
+
+        def pull(i: int, run: _StageRun, ct: EagerTensor) -> EagerTensor:
+            with rt.no_grad():
+                return self._pullback(rt, eng, i, run, ct)
+
+        with rt.no_grad():
+            ct = rt.vjp(eng, fw.readout, fw.last, _scalar_like(self.readout_coef, fw.readout))
+        ct = self._fold_back(rt, eng, fw, ct, pull)
+        with rt.no_grad():
+            grad = rt.vjp(eng, fw.x0, theta, ct)
+        return ValueAndGrad(fw.value, grad.value())
+
+    def value_and_jvp(
+        self, theta: "Tensor | float", direction: "Tensor | float | None" = None, *,
+        engine: CpuEngine | None = None, runtime: EagerRuntime | None = None,
+    ) -> ValueAndJvp:
+        """(L, dL/dθ · θ̇) by forward mode (θ̇ = ``direction``, default ones): no stage is kept."""
+        rt, eng = _setup(runtime, engine)
+        theta, direction = self._seeds(rt, "Program.value_and_jvp", theta, direction)
+        x = rt.with_eager_session(eng, lambda s: self.source(s, theta))
+        with rt.no_grad():
+            tangent = rt.jvp(eng, x, theta, direction)
+        value = dvalue = 0.0
+        for i, stage in enumerate(self.stages):
+            run = self._run_stage(rt, eng, i, x, tangent, record=True)
+            if run.side is not None:
+                value += stage.coef * run.side.item()
+                with rt.no_grad():
+                    dvalue += stage.coef * rt.jvp(eng, run.side, run.leaf, tangent).item()
+            x, tangent = run.out, run.out_tangent
+        last = rt.variable_from(x)
+        out = rt.with_eager_session(eng, lambda s: self.readout(s, last))
+        with rt.no_grad():
+            dvalue += self.readout_coef * rt.jvp(eng, out, last, tangent).item()
+        return ValueAndJvp(value + self.readout_coef * out.item(), dvalue)
+
+    def value_grad_and_curvature(
+        self, theta: "Tensor | float", direction: "Tensor | float | None" = None, *,
+        engine: CpuEngine | None = None, runtime: EagerRuntime | None = None, checkpoint: str | None = None,
+    ) -> ValueGradAndCurvature:
+        """(L, dL/dθ, H·θ̇) by forward over reverse (θ̇ = ``direction``, default ones).
+
+        No finite difference, and no graph longer than one stage (or segment).
+        """
+        op = "Program.value_grad_and_curvature"
+        rt, eng = _setup(runtime, engine)
+        theta, direction = self._seeds(rt, op, theta, direction)
+        fw = self._forward(rt, eng, theta, direction, self._segment_length(op, checkpoint))
+
+        def pull(i: int, run: _StageRun, cts: tuple[EagerTensor, EagerTensor]) -> tuple[EagerTensor, EagerTensor]:
+            """(x̄_{i+1}, its tangent) -> (x̄_i, its tangent): the pullback recorded with x̄_{i+1} a leaf."""
+            ct_in = rt.variable_from(cts[0])
+            ct = self._pullback(rt, eng, i, run, ct_in)
+            with rt.no_grad():
+                ct_dot = rt.jvp(eng, ct, [run.leaf, ct_in], [run.tangent, cts[1]])
+            return rt.constant_from(ct), ct_dot  # values only: the stage's graph may go
+
+        ct = rt.vjp(eng, fw.readout, fw.last, _scalar_like(self.readout_coef, fw.readout))
+        with rt.no_grad():
+            ct_dot = rt.jvp_optional(eng, ct, fw.last, fw.last_tangent)  # None: the readout is linear
+        if ct_dot is None:
+            ct_dot = rt.constant_from(Tensor(np.zeros(ct.shape, ct.dtype)))
+        ct, ct_dot = self._fold_back(rt, eng, fw, (ct, ct_dot), pull)
+        ct_in = rt.variable_from(ct)
+        grad = rt.vjp(eng, fw.x0, theta, ct_in)
+        with rt.no_grad():
+            curvature = rt.jvp(eng, grad, [theta, ct_in], [direction, ct_dot])
+        return ValueGradAndCurvature(fw.value, grad.value(), curvature.value())
+
+    # --- pieces -------------------------------------------------------------------------
+
+    def _seeds(self, rt: EagerRuntime, op: str, theta: object, direction: object) -> tuple[EagerTensor, EagerTensor]:
+        """θ as a variable and its tangent θ̇ (ones by default) as a constant of θ's shape."""
+        theta = rt.variable_from(_as_tensor(op, "theta", theta))
+        if direction is None:
+            return theta, rt.constant_from(Tensor(np.ones(theta.shape, theta.dtype)))
+        direction = _as_tensor(op, "direction", direction)
+        if direction.shape != theta.shape or direction.dtype != theta.dtype:
+            raise InvalidArgument(
+                op, f"direction of theta's shape {list(theta.shape)} and dtype {theta.dtype}",
+                f"shape {list(direction.shape)}, dtype {direction.dtype}",
+            )
+        return theta, rt.constant_from(direction)
+
+    def _segment_length(self, op: str, checkpoint: object) -> int | None:
+        """Stages per recomputed segment; None keeps every stage's graph from the forward."""
+        if checkpoint not in CHECKPOINTS:
+            raise InvalidArgument(op, "checkpoint None, 'stage' or 'sqrt'", repr(checkpoint))
+        if checkpoint == "stage":
+            return 1
+        if checkpoint == "sqrt":
+            return max(1, math.isqrt(len(self.stages) - 1) + 1) if self.stages else 1
+        return None
+
+    def _run_stage(
+        self, rt: EagerRuntime, eng: CpuEngine, i: int, x: EagerTensor, tangent: EagerTensor | None, record: bool
+    ) -> _StageRun:
+        """Stage i on a fresh leaf holding x, recorded or not (a tangent needs the record)."""
+        leaf = rt.variable_from(x)
+        with contextlib.nullcontext() if record else rt.no_grad():
+            out, side = rt.with_eager_session(eng, lambda s: self.stages[i].fn(s, leaf))
+        if tangent is None:
+            return _StageRun(leaf, out, side, None, None)
+        with rt.no_grad():
+            return _StageRun(leaf, out, side, tangent, rt.jvp(eng, out, leaf, tangent))
+
+    def _run_segment(self, rt: EagerRuntime, eng: CpuEngine, seg: _Segment, record: bool) -> list[_StageRun]:
+        """The segment's stages, from its input (and tangent) on."""
+        runs: list[_StageRun] = []
+        x, tangent = seg.x, seg.tangent
+        for i in seg.stages:
+            runs.append(self._run_stage(rt, eng, i, x, tangent, record))
+            x, tangent = runs[-1].out, runs[-1].out_tangent
+        return runs
+
+    def _forward(
+        self, rt: EagerRuntime, eng: CpuEngine, theta: EagerTensor, direction: EagerTensor | None,
+        segment_length: int | None,
+    ) -> _Forward:
+        """x₀, the stages in segments (their graphs kept when segment_length is None), the readout, L."""
+        x0 = rt.with_eager_session(eng, lambda s: self.source(s, theta))
+        x, tangent = rt.constant_from(x0), None
+        if direction is not None:
+            with rt.no_grad():
+                tangent = rt.jvp(eng, x0, theta, direction)
+        keep = segment_length is None
+        n = len(self.stages)
+        length = max(n, 1) if keep else segment_length
+        value, segments = 0.0, []
+        for start in range(0, n, length):
+            seg = _Segment(range(start, min(start + length, n)), x, tangent, None)
+            runs = self._run_segment(rt, eng, seg, record=keep or tangent is not None)
+            sides = [(self.stages[i].coef, run.side.item()) for i, run in zip(seg.stages, runs) if run.side is not None]
+            for coef, side in sides:
+                value += coef * side
+            segments.append(seg._replace(runs=runs) if keep else seg)
+            x, tangent = rt.constant_from(runs[-1].out), runs[-1].out_tangent
+            del runs  # when not kept, the segment's graphs go before the next segment runs
+        last = rt.variable_from(x)
+        readout = rt.with_eager_session(eng, lambda s: self.readout(s, last))
+        value += self.readout_coef * readout.item()
+        return _Forward(value, x0, segments, last, readout, tangent)
+
+    def _fold_back(
+        self, rt: EagerRuntime, eng: CpuEngine, fw: _Forward, state: State, pull: Callable[..., State]
+    ) -> State:
+        """state = pull(i, run_i, state) for every stage, newest first.
+
+        A segment not kept is re-run, recorded, just before its stages are
+        pulled back; each stage's graph is dropped as soon as it is pulled back.
+        """
+        for seg in reversed(fw.segments):
+            runs = seg.runs if seg.runs is not None else self._run_segment(rt, eng, seg, record=True)
+            for i in reversed(seg.stages):
+                state = pull(i, runs.pop(), state)
+        return state
+
+    def _pullback(self, rt: EagerRuntime, eng: CpuEngine, i: int, run: _StageRun, ct: EagerTensor) -> EagerTensor:
+        """x̄_i = vjp(x_{i+1}; ct) + vjp(side_i; c_i)."""
+        through_x = rt.vjp(eng, run.out, run.leaf, ct)
+        if run.side is None:
+            return through_x
+        through_side = rt.vjp(eng, run.side, run.leaf, _scalar_like(self.stages[i].coef, run.side))
+        return rt.with_eager_session(eng, lambda s: s.add(through_x, through_side))

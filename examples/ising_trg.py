@@ -70,11 +70,11 @@ def initial(s: EagerSession, beta: EagerTensor) -> EagerTensor:
     return s.einsum([q, q, q, q], "su,sl,sd,sr->uldr")
 
 
-def _half(s: EagerSession, m: EagerTensor, d: int, k: int, spectra: list | None) -> tuple[EagerTensor, EagerTensor]:
-    """SVD of m (D² × D²) kept to k: (U_k √s_k, V_k √s_k), each reshaped to (D, D, k)."""
-    u, sv, vt = s.svd(m)
-    if spectra is not None:
-        spectra.append(sv)
+def _half(
+    s: EagerSession, factors: tuple[EagerTensor, EagerTensor, EagerTensor], d: int, k: int
+) -> tuple[EagerTensor, EagerTensor]:
+    """An SVD (U, s, Vt) of a D² × D² matrix kept to k: (U_k √s_k, V_k √s_k), each reshaped to (D, D, k)."""
+    u, sv, vt = factors
     rows = d * d
     root = s.broadcast_in_dim(s.sqrt(s.slice(sv, SliceConfig([0], [k]))), (rows, k), (1,))
     left = s.mul(s.slice(u, SliceConfig([0, 0], [rows, k])), root)
@@ -92,8 +92,11 @@ def step(s: EagerSession, t: EagerTensor, k: int, spectra: list | None = None) -
     t = s.div(t, s.broadcast_in_dim(norm, t.shape, ()))
     ma = s.reshape(s.transpose(t, (2, 1, 0, 3)), (d * d, d * d))
     mb = s.reshape(s.transpose(t, (3, 2, 1, 0)), (d * d, d * d))
-    s1, s3 = _half(s, ma, d, k, spectra)
-    s2, s4 = _half(s, mb, d, k, spectra)
+    svd_a, svd_b = s.svd(ma), s.svd(mb)  # both before either is read: on a wide engine they run at once
+    if spectra is not None:
+        spectra.extend((svd_a[1], svd_b[1]))
+    s1, s3 = _half(s, svd_a, d, k)
+    s2, s4 = _half(s, svd_b, d, k)
     return s.einsum([s1, s2, s3, s4], "war,abu,bgl,gwd->ruld"), s.log(norm)
 
 

@@ -3,17 +3,15 @@
 Every kernel of every op goes through :meth:`CpuEngine.run`. While an engine is
 active, BLAS/LAPACK are pinned to one thread, so each kernel gives the same bits
 whatever the width. The width is how many kernels may run at once: at width 1
-a kernel runs when its op is called; at width n > 1 it is queued on n worker
-threads and its outputs are :class:`Pending` until read, so independent ops
-(the two SVDs of a TRG step) run side by side. NumPy's LAPACK and BLAS calls
-release the GIL, so the threads really do run in parallel.
-
-A costly kernel (by its primitive's flop estimate) is handed to the workers
-once its inputs are computed (a countdown over its pending inputs), so no
-worker ever sits waiting for another kernel. A cheap kernel runs on the
-session's thread: at once when its inputs are ready, else as soon as they are
-(checked at each later op, and when a value is read or the session ends).
-Queueing it on a worker would cost more than it does.
+every kernel runs when its op is called; at width n > 1 a costly kernel (by its
+primitive's flop estimate: an SVD, a large contraction) goes to n worker threads
+and its outputs are :class:`Pending` until read, so independent costly ops (the
+two SVDs of a TRG step) run side by side. A cheap kernel runs at once on the
+session's thread, waiting for its inputs if they are pending: queueing it would
+cost more than it does, and a session thread that waits instead of running
+Python leaves the GIL to the workers, whose NumPy LAPACK calls need it at their
+ends. A costly kernel is handed to the workers only once its inputs are
+computed (a countdown over them), so no worker sits waiting for another.
 """
 
 from __future__ import annotations
@@ -21,8 +19,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import sys
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -33,7 +31,7 @@ if TYPE_CHECKING:
     from .rules import Primitive
 
 #: Kernels estimated at this many flops or more go to the workers of a wide engine.
-COSTLY_FLOPS = float(2**20)
+COSTLY_FLOPS = float(2**22)
 #: The GIL switch interval (s) while a wide engine is active (CPython's default is 5 ms).
 GIL_SWITCH_INTERVAL = 5e-4
 
@@ -88,18 +86,15 @@ class PoolBuilder:
 
 
 class Pending:
-    """Output ``index`` of a kernel queued on ``engine``; :meth:`result` waits for it."""
+    """Output ``index`` of a queued kernel; :meth:`result` waits for it."""
 
-    __slots__ = ("_future", "_index", "_engine")
+    __slots__ = ("_future", "_index")
 
-    def __init__(self, future: Future, index: int, engine: "CpuEngine"):
+    def __init__(self, future: Future, index: int):
         self._future = future
         self._index = index
-        self._engine = engine
 
     def result(self) -> np.ndarray:
-        if not self._future.done():
-            self._engine._drive(self._future)
         return self._future.result()[self._index]
 
 
@@ -144,26 +139,10 @@ def _fulfil(future: Future, kernel: Callable[..., Any], args: Sequence[Any], par
         future.set_exception(err)
 
 
-class _Deferred(NamedTuple):
-    """A cheap kernel waiting, on the calling thread, for inputs still being computed."""
-
-    future: Future
-    inputs: list
-    kernel: Callable[..., Any]
-    args: Sequence[Any]
-    params: dict
-
-
 class CpuEngine:
-    """Runs kernels on the CPU, ``pool.threads`` of them at a time at most.
+    """Runs kernels on the CPU, ``pool.threads`` of them at a time at most."""
 
-    A wide engine is driven by one thread (the one running the session): cheap
-    kernels run there, in program order, as soon as their inputs are computed;
-    costly ones go to the workers. Keeping Python-heavy work off the workers
-    leaves them in LAPACK and BLAS, where they do not hold the GIL.
-    """
-
-    __slots__ = ("_pool", "_executor", "_queued", "_deferred", "_depth", "_switch")
+    __slots__ = ("_pool", "_executor", "_queued", "_depth", "_switch")
 
     def __init__(self, pool: Pool):
         if not isinstance(pool, Pool):
@@ -171,7 +150,6 @@ class CpuEngine:
         self._pool = pool
         self._executor: ThreadPoolExecutor | None = None
         self._queued: list[Future] = []
-        self._deferred: list[_Deferred] = []
         self._depth = 0
         self._switch = 0.0
 
@@ -210,58 +188,28 @@ class CpuEngine:
     def run(self, prim: "Primitive", args: Sequence[Any], params: dict, in_avals: tuple, avals: tuple) -> tuple:
         """Run or queue one primitive's kernel: its outputs (``avals``), as arrays or :class:`Pending`."""
         kernel = prim.impl
-        if self._pool.threads == 1:
+        if self._pool.threads == 1 or prim.flops(in_avals, avals, params) < COSTLY_FLOPS:
             return _call(kernel, args, params)
-        if self._deferred:
-            self._run_ready()
-        inputs = list({id(a._future): a._future for a in args if type(a) is Pending and not a._future.done()}.values())
-        costly = prim.flops(in_avals, avals, params) >= COSTLY_FLOPS
-        if not inputs and not costly:
-            return _call(kernel, args, params)
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self._pool.threads, thread_name_prefix="tenferro")
         future: Future = Future()
         self._queued.append(future)
-        if not costly:
-            self._deferred.append(_Deferred(future, inputs, kernel, args, params))
+        executor = self._executor
+
+        def start() -> None:
+            executor.submit(_fulfil, future, kernel, args, params)
+
+        inputs = list({id(a._future): a._future for a in args if type(a) is Pending}.values())
+        if inputs:
+            countdown = _Countdown(len(inputs), start)
+            for f in inputs:
+                f.add_done_callback(countdown.tick)
         else:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(self._pool.threads, thread_name_prefix="tenferro")
-            executor = self._executor
-
-            def start() -> None:
-                executor.submit(_fulfil, future, kernel, args, params)
-
-            if inputs:
-                countdown = _Countdown(len(inputs), start)
-                for f in inputs:
-                    f.add_done_callback(countdown.tick)
-            else:
-                start()
-        return tuple(Pending(future, i, self) for i in range(len(avals)))
-
-    def _run_ready(self) -> bool:
-        """Run, in order, the deferred kernels whose inputs are computed; True if any ran."""
-        waiting: list[_Deferred] = []
-        ran = False
-        for task in self._deferred:
-            if all(f.done() for f in task.inputs):
-                _fulfil(task.future, task.kernel, task.args, task.params)
-                ran = True
-            else:
-                waiting.append(task)
-        self._deferred = waiting
-        return ran
-
-    def _drive(self, target: Future | None = None) -> None:
-        """Run deferred kernels as their inputs arrive, until ``target`` (or everything) is done."""
-        while not (target.done() if target is not None else not self._deferred):
-            if not self._run_ready() and self._deferred:
-                wait([f for task in self._deferred for f in task.inputs], return_when=FIRST_COMPLETED)
-            elif target is not None and not self._deferred:
-                wait([target])
+            start()
+        return tuple(Pending(future, i) for i in range(len(avals)))
 
     def wait(self) -> None:
         """Wait until every queued kernel has finished; raise the first error of one, if any."""
-        self._drive()
         queued, self._queued = self._queued, []
         wait(queued)
         for future in queued:

@@ -105,6 +105,12 @@ def _antisym_columns(s, f_cols, p):
     return s.mul(lift_real(s, f_cols, p), s.sub(p, _extend(s, head_h, k, 0)))
 
 
+def _on_diagonal(s, vec, k):
+    """The kk × K matrix with ``vec`` (length kk) on its diagonal."""
+    kk = vec.shape[0]
+    return s.einsum([vec, s.constant_from(Tensor(np.eye(kk, k, dtype=vec.dtype)))], "i,ij->ij")
+
+
 def _phase_term(s, dp_head, sk, eps):
     """i·Im(diag dP)/s: the part of dU (or Ū's dual) that keeps the complex phase gauge; None if real."""
     if dp_head.dtype.kind != "c":
@@ -200,7 +206,7 @@ def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
 
     M = diag(S̄) + J S + S L (+ i Im(diag UᴴŪ)/s for complex A), J = F∘(UᴴŪ − ŪᴴU),
     L = F∘(VᴴV̄ − V̄ᴴV): J and L are Hermitian and zero outside their first kk rows and
-    columns, so only M[:, :kk] and M[:kk, :] are formed.
+    columns, and diag(S̄) outside its first kk, so only M[:, :kk] and M[:kk, :] are formed.
     """
     (a,), (u, sv, vt) = primals, outputs
     m, n = a.shape
@@ -213,31 +219,33 @@ def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
     f_cols = broadened_f(s, sv, eps, kk)  # K × kk
     s_rows = lift(s.broadcast_in_dim(sv, (k, kk), (0,)))  # s_i
     s_cols = lift(s.broadcast_in_dim(sk, (k, kk), (1,)))  # s_j, j < kk
-    m_left = m_top = p = q = None
+    # M[:, :kk] directly, and M[:kk, :] as the conjugate transpose of its Hermitian mirror.
+    m_left = top_mirror = p = q = phase = None
     if ub is not None:
         ub = _extend(s, ub, kk, 1)
         p = s.einsum([cj(s, u), ub], "ai,aj->ij")  # UᴴŪ: K × kk
         j_cols = _antisym_columns(s, f_cols, p)
         m_left = s.mul(j_cols, s_cols)
-        m_top = s.mul(s.transpose(cj(s, j_cols), (1, 0)), s.transpose(s_rows, (1, 0)))
+        top_mirror = s.mul(j_cols, s_rows)
         phase = _phase_term(s, _columns(s, p, kk, 0), sk, eps)
-        if phase is not None:
-            m_top = s.add(m_top, s.einsum([phase, s.constant_from(Tensor(np.eye(kk, k, dtype=a.dtype)))], "i,ij->ij"))
     if vb is not None:
         vb = _extend(s, vb, kk, 0)
         q = s.einsum([vt, cj(s, vb)], "ib,jb->ij")  # VᴴV̄: K × kk
         l_cols = _antisym_columns(s, f_cols, q)
         m_left = plus(s, m_left, s.mul(s_rows, l_cols))
-        m_top = plus(s, m_top, s.mul(s.transpose(s_cols, (1, 0)), s.transpose(cj(s, l_cols), (1, 0))))
+        top_mirror = plus(s, top_mirror, s.mul(l_cols, s_cols))
+    m_top = None if top_mirror is None else s.transpose(cj(s, top_mirror), (1, 0))
+    if phase is not None:
+        m_top = s.add(m_top, _on_diagonal(s, phase, k))
+    if sb is not None:  # diag(S̄) sits in M's first kk rows
+        m_top = plus(s, m_top, _on_diagonal(s, lift(_extend(s, sb, kk, 0)), k))
     abar = None
-    if m_left is not None:  # U M Vᴴ = U_k M[:kk, :] Vᴴ + U[:, kk:] M[kk:, :kk] V_kᴴ
+    if m_top is not None:  # U M Vᴴ = U_k M[:kk, :] Vᴴ + U[:, kk:] M[kk:, :kk] V_kᴴ
         abar = s.einsum([uk, m_top, vt], "ai,ij,jb->ab")
-        if kk < k:
+        if m_left is not None and kk < k:
             u_rest = s.slice(u, SliceConfig([0, kk], [m, k]))
             m_rest = s.slice(m_left, SliceConfig([kk, 0], [k, kk]))
             abar = s.add(abar, s.einsum([u_rest, m_rest, vtk], "ai,ij,jb->ab"))
-    if sb is not None:
-        abar = plus(s, abar, s.einsum([uk, lift(_extend(s, sb, kk, 0)), vtk], "ai,i,ib->ab"))
     if m > k and ub is not None:  # (I − UUᴴ) Ū S⁻¹ Vᴴ
         rest = s.sub(ub, s.einsum([u, p], "ai,ij->aj"))
         abar = plus(s, abar, s.einsum([rest, lift(broadened_inverse(s, sk, eps)), vtk], "aj,j,jb->ab"))

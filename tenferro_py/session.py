@@ -45,14 +45,14 @@ class EagerSession:
     def bind(self, prim: "Primitive", *inputs: object, **params: object) -> tuple[EagerTensor, ...]:
         """Check, run and (when tracked) record one primitive; returns its outputs."""
         rt = self._rt
-        xs = tuple(self._operand(prim.name, x) for x in inputs)
-        in_avals = tuple(x._aval for x in xs)
+        xs = tuple(x if type(x) is EagerTensor and x._rt is rt else self._operand(prim.name, x) for x in inputs)
+        in_avals = tuple([x._aval for x in xs])
         avals = prim.abstract(*in_avals, **params)
         values = self._engine.run(prim, [x._value for x in xs], params, in_avals, avals)
-        if rt.recording and any(x._node is not None for x in xs):
+        if rt._no_grad == 0 and any([x._node is not None for x in xs]):
             node = Node(prim, params, xs, values, avals)
-            return tuple(EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals)))
-        return tuple(EagerTensor(rt, v, a) for v, a in zip(values, avals))
+            return tuple([EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals))])
+        return tuple([EagerTensor(rt, v, a) for v, a in zip(values, avals)])
 
     def _operand(self, op: str, x: object) -> EagerTensor:
         if isinstance(x, Tensor):

@@ -447,7 +447,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    cli = parser()
+    args = cli.parse_args(argv)
+    if args.c == "difference" and args.h >= min(args.betas):
+        cli.error(f"argument --h: must be smaller than every beta (beta - h > 0), got {args.h!r} for beta={min(args.betas)!r}")
     csv_path, png_path = output_paths(args.out)
     try:
         h = args.h if args.c == "difference" else None

@@ -310,6 +310,9 @@ def parse_args(argv: Sequence[str]) -> dict:
     for (name, default, kind, allowed, ok), text in zip(names, args + [None] * len(names)):
         out[name] = default if text is None else number_argument(name, text, kind, allowed, ok)
     out["betas"] = [number_argument("beta", a, float, *positive_float) for a in args[len(names):]] or list(DEFAULT_BETAS)
+    if out["c"] != "ad" and out["h"] >= min(out["betas"]):
+        raise UsageError(f"h must be smaller than every beta (c by difference takes beta - h > 0), "
+                         f"got h={out['h']!r} for beta={min(out['betas'])!r}")
     return out
 
 

@@ -188,6 +188,8 @@ def test_other_settings_are_refused_in_one_line(tmp_path, monkeypatch, capsys):
         (["--jobs", "0"], "--jobs"),
         (["--h", "0"], "--h"),
         (["--h", "inf"], "--h"),
+        (["--c", "difference", "--h", "0.5", "--betas", "0.3,0.6"], "--h"),  # beta - h must stay > 0
+        (["--c", "spline"], "--c"),
         (["--bogus"], "--bogus"),
     ],
 )

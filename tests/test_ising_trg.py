@@ -147,6 +147,7 @@ def test_cli_output_format_and_compare(tmp_path):
         (["16", "20", "1", "1e-5", "nan"], "beta"),
         (["16", "20", "1", "1e-5", "abc"], "beta"),
         (["--bogus"], "--bogus"),
+        (["16", "20", "1", "0.5", "0.5"], "h"),  # beta - h must stay > 0 for c by difference
     ],
 )
 def test_cli_rejects_bad_arguments(args, name):

@@ -128,7 +128,7 @@ class RuleSet:
     ) -> Primitive:
         """Make a primitive and register its rules here: forward and rules in one place."""
         if name in self._rules:
-            raise InvalidArgument("RuleSet.define", f"a new primitive name", f"{name!r} twice")
+            raise InvalidArgument("RuleSet.define", "a new primitive name", f"{name!r} twice")
         self._rules[name] = Rule(jvp, vjp, embedded_cotangents, demand, jvp_extents)
         return Primitive(name, abstract, impl, cost)
 

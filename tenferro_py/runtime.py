@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import weakref
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import numpy as np
 

@@ -143,7 +143,7 @@ def test_runtime_leaf_registry_does_not_grow():
     try:
         for _ in range(200):
             x = rt.variable_from(tf.Tensor(np.ones(3)))
-            rt.with_eager_session(eng, lambda s: s.reduce_sum(s.exp(x))).backward()
+            rt.with_eager_session(eng, lambda s, x=x: s.reduce_sum(s.exp(x))).backward()
         del x
         assert len(rt._leaves) == 0
     finally:

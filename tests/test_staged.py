@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import sys
 import weakref
-from functools import partial
 from pathlib import Path
 
 import numpy as np

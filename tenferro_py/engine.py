@@ -100,7 +100,7 @@ class Pending:
 
 def resolve(value: "np.ndarray | Pending") -> np.ndarray:
     """The array of a value, waiting for its kernel if it is still pending."""
-    return value.result() if type(value) is Pending else value
+    return value.result() if isinstance(value, Pending) else value
 
 
 class _Countdown:
@@ -213,8 +213,9 @@ class CpuEngine:
         queued, self._queued = self._queued, []
         wait(queued)
         for future in queued:
-            if future.exception() is not None:
-                raise future.exception()
+            err = future.exception()
+            if err is not None:
+                raise err
 
     def __repr__(self) -> str:
         return f"CpuEngine(width={self.width})"

@@ -192,7 +192,7 @@ class EagerRuntime:
         cot = self._direction(op, "a cotangent", cot, out)
         with self._session(engine) as s:
             cts, met = reverse_sweep(s, self._ad.rules, [(out, cot)], targets)
-            results = []
+            results: list[EagerTensor | None] = []
             for w in targets:
                 key = (w._node, w._index)
                 if w._node is None or key not in met:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from . import einsum as _einsum
 from . import linalg as _linalg
@@ -69,7 +70,7 @@ class EagerSession:
         """An untracked tensor."""
         return self._rt.constant_from(t)
 
-    def zeros(self, shape: Sequence[int], dtype: object = np.float64) -> EagerTensor:
+    def zeros(self, shape: Sequence[int], dtype: npt.DTypeLike = np.float64) -> EagerTensor:
         """A constant of zeros."""
         return self._rt.constant_from(Tensor(np.zeros(check_shape("zeros", shape), dtype=dtype)))
 

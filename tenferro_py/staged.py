@@ -118,9 +118,9 @@ def _as_tensor(op: str, what: str, x: object) -> Tensor:
 
 def _coef(op: str, what: str, c: object) -> float:
     real = isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, (bool, np.bool_))
-    if not (real and math.isfinite(c)):
+    if not (real and math.isfinite(c)):  # type: ignore[arg-type]
         raise InvalidArgument(op, f"{what}: a finite real number", repr(c))
-    return float(c)
+    return float(c)  # type: ignore[arg-type]
 
 
 def _scalar_like(c: float, x: EagerTensor) -> Tensor:
@@ -164,8 +164,8 @@ class Program:
         """L alone: the forward with nothing recorded."""
         rt, eng = _setup(runtime, engine)
         with rt.no_grad():
-            theta = rt.constant_from(_as_tensor("Program.value", "theta", theta))
-            return self._forward(rt, eng, theta, None, max(len(self.stages), 1)).value
+            source_input = rt.constant_from(_as_tensor("Program.value", "theta", theta))
+            return self._forward(rt, eng, source_input, None, max(len(self.stages), 1)).value
 
     def value_and_grad(
         self, theta: "Tensor | float", *, engine: CpuEngine | None = None, runtime: EagerRuntime | None = None,
@@ -173,8 +173,8 @@ class Program:
     ) -> ValueAndGrad:
         """(L, dL/dθ) by the staged reverse sweep: per stage two vjps, summed."""
         rt, eng = _setup(runtime, engine)
-        theta = rt.variable_from(_as_tensor("Program.value_and_grad", "theta", theta))
-        fw = self._forward(rt, eng, theta, None, self._segment_length("Program.value_and_grad", checkpoint))
+        param = rt.variable_from(_as_tensor("Program.value_and_grad", "theta", theta))
+        fw = self._forward(rt, eng, param, None, self._segment_length("Program.value_and_grad", checkpoint))
 
         def pull(i: int, run: _StageRun, ct: EagerTensor) -> EagerTensor:
             with rt.no_grad():
@@ -184,7 +184,7 @@ class Program:
             ct = rt.vjp(eng, fw.readout, fw.last, _scalar_like(self.readout_coef, fw.readout))
         ct = self._fold_back(rt, eng, fw, ct, pull)
         with rt.no_grad():
-            grad = rt.vjp(eng, fw.x0, theta, ct)
+            grad = rt.vjp(eng, fw.x0, param, ct)
         return ValueAndGrad(fw.value, grad.value())
 
     def value_and_jvp(
@@ -193,10 +193,10 @@ class Program:
     ) -> ValueAndJvp:
         """(L, dL/dθ · θ̇) by forward mode (θ̇ = ``direction``, default ones): no stage is kept."""
         rt, eng = _setup(runtime, engine)
-        theta, direction = self._seeds(rt, "Program.value_and_jvp", theta, direction)
-        x = rt.with_eager_session(eng, lambda s: self.source(s, theta))
+        param, seed = self._seeds(rt, "Program.value_and_jvp", theta, direction)
+        x = rt.with_eager_session(eng, lambda s: self.source(s, param))
         with rt.no_grad():
-            tangent = rt.jvp(eng, x, theta, direction)
+            tangent: EagerTensor | None = rt.jvp(eng, x, param, seed)
         value = dvalue = 0.0
         for i, stage in enumerate(self.stages):
             run = self._run_stage(rt, eng, i, x, tangent, record=True)
@@ -221,8 +221,8 @@ class Program:
         """
         op = "Program.value_grad_and_curvature"
         rt, eng = _setup(runtime, engine)
-        theta, direction = self._seeds(rt, op, theta, direction)
-        fw = self._forward(rt, eng, theta, direction, self._segment_length(op, checkpoint))
+        param, seed = self._seeds(rt, op, theta, direction)
+        fw = self._forward(rt, eng, param, seed, self._segment_length(op, checkpoint))
 
         def pull(i: int, run: _StageRun, cts: tuple[EagerTensor, EagerTensor]) -> tuple[EagerTensor, EagerTensor]:
             """(x̄_{i+1}, its tangent) -> (x̄_i, its tangent): the pullback recorded with x̄_{i+1} a leaf."""
@@ -239,25 +239,25 @@ class Program:
             ct_dot = rt.constant_from(Tensor(np.zeros(ct.shape, ct.dtype)))
         ct, ct_dot = self._fold_back(rt, eng, fw, (ct, ct_dot), pull)
         ct_in = rt.variable_from(ct)
-        grad = rt.vjp(eng, fw.x0, theta, ct_in)
+        grad = rt.vjp(eng, fw.x0, param, ct_in)
         with rt.no_grad():
-            curvature = rt.jvp(eng, grad, [theta, ct_in], [direction, ct_dot])
+            curvature = rt.jvp(eng, grad, [param, ct_in], [seed, ct_dot])
         return ValueGradAndCurvature(fw.value, grad.value(), curvature.value())
 
     # --- pieces -------------------------------------------------------------------------
 
     def _seeds(self, rt: EagerRuntime, op: str, theta: object, direction: object) -> tuple[EagerTensor, EagerTensor]:
         """θ as a variable and its tangent θ̇ (ones by default) as a constant of θ's shape."""
-        theta = rt.variable_from(_as_tensor(op, "theta", theta))
+        param = rt.variable_from(_as_tensor(op, "theta", theta))
         if direction is None:
-            return theta, rt.constant_from(Tensor(np.ones(theta.shape, theta.dtype)))
-        direction = _as_tensor(op, "direction", direction)
-        if direction.shape != theta.shape or direction.dtype != theta.dtype:
+            return param, rt.constant_from(Tensor(np.ones(param.shape, param.dtype)))
+        seed = _as_tensor(op, "direction", direction)
+        if seed.shape != param.shape or seed.dtype != param.dtype:
             raise InvalidArgument(
-                op, f"direction of theta's shape {list(theta.shape)} and dtype {theta.dtype}",
-                f"shape {list(direction.shape)}, dtype {direction.dtype}",
+                op, f"direction of theta's shape {list(param.shape)} and dtype {param.dtype}",
+                f"shape {list(seed.shape)}, dtype {seed.dtype}",
             )
-        return theta, rt.constant_from(direction)
+        return param, rt.constant_from(seed)
 
     def _segment_length(self, op: str, checkpoint: object) -> int | None:
         """Stages per recomputed segment; None keeps every stage's graph from the forward."""
@@ -300,9 +300,9 @@ class Program:
         if direction is not None:
             with rt.no_grad():
                 tangent = rt.jvp(eng, x0, theta, direction)
-        keep = segment_length is None
         n = len(self.stages)
-        length = max(n, 1) if keep else segment_length
+        keep = segment_length is None
+        length = max(n, 1) if segment_length is None else segment_length
         value, segments = 0.0, []
         for start in range(0, n, length):
             seg = _Segment(range(start, min(start + length, n)), x, tangent, None)

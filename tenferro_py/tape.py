@@ -182,7 +182,7 @@ def _ancestors(roots: Iterable[EagerTensor]) -> list[Node]:
 
 def densify(s: "EagerSession", ct: "EagerTensor | Embedded") -> EagerTensor:
     """An Embedded cotangent as an ordinary tensor."""
-    if type(ct) is Embedded:
+    if isinstance(ct, Embedded):
         return s.pad(ct.block, ct.shape, ct.starts, ct.strides)
     return ct
 
@@ -278,9 +278,9 @@ def _demanded(rules: "RuleSet", nodes: list[Node], outs: Sequence[EagerTensor]) 
             continue
         rule = rules.get(node.prim.name)
         if rule is not None and rule.demand is not None:
-            in_ext = rule.demand(out_ext, node.inputs, **node.params)
+            in_ext = tuple(rule.demand(out_ext, node.inputs, **node.params))
         else:
-            in_ext = [_whole(x.shape) for x in node.inputs]
+            in_ext = tuple(_whole(x.shape) for x in node.inputs)
         for x, e in zip(node.inputs, in_ext):
             if e is not None and x._node is not None:
                 extents[_key(x)] = _hull(extents.get(_key(x)), e)
@@ -303,8 +303,8 @@ def forward_sweep(
     of seed keys that reach some output.
     """
     tans: dict = {}
-    for w, t in seeds:
-        tans[_key(w)] = accumulate(s, tans.get(_key(w)), t)
+    for w, seed in seeds:
+        tans[_key(w)] = accumulate(s, tans.get(_key(w)), seed)
     nodes = _ancestors(outs)
     extents = _demanded(rules, nodes, outs)
     met = {_key(o) for o in outs if _key(o) in tans}
@@ -312,7 +312,7 @@ def forward_sweep(
         out_ext = [extents.get((node, i)) for i in range(len(node.values))]
         if all(e is None for e in out_ext):
             continue
-        in_tans = []
+        in_tans: list[EagerTensor | None] = []
         for x in node.inputs:
             t = tans.get(_key(x))
             if t is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 
@@ -79,7 +80,7 @@ class Tensor:
         return cls(np.array(as_host_array("Tensor.from_numpy", array), order="F", copy=True))
 
     @classmethod
-    def scalar(cls, value: float, dtype: object = np.float64) -> "Tensor":
+    def scalar(cls, value: float, dtype: npt.DTypeLike = np.float64) -> "Tensor":
         """A rank-0 tensor."""
         return cls(np.array(value, dtype=dtype))
 
@@ -113,7 +114,7 @@ class Tensor:
             raise ShapeMismatch("Tensor.item", "a tensor of one element", f"shape {list(self.shape)}")
         return self._array.item()
 
-    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: object = None) -> np.ndarray:
         return np.array(self._array, dtype=dtype)
 
     def __repr__(self) -> str:

@@ -25,7 +25,7 @@ from .tensor import Tensor
 Fn = Callable[..., EagerTensor]
 
 
-def _inner(s: EagerSession, xs: Sequence[EagerTensor], ys: Sequence[np.ndarray]) -> EagerTensor:
+def _inner(s: EagerSession, xs: Sequence[EagerTensor], ys: Sequence[np.ndarray]) -> EagerTensor | None:
     """Σ_i Re⟨xs[i], ys[i]⟩ (the real inner product Re Σ conj(x)·y) as a differentiable real scalar."""
     total = None
     for x, y in zip(xs, ys):
@@ -75,7 +75,8 @@ def check_grads(
     """
     if not set(modes) <= {"fwd", "rev"} or not modes:
         raise ValueError(f"check_grads: expected modes among 'fwd', 'rev', got {modes!r}")
-    arrays = [np.array(a, dtype=np.complex128 if np.iscomplexobj(a) else np.float64) for a in args]
+    arrays = [np.asarray(a) for a in args]
+    arrays = [np.array(a, dtype=np.complex128 if np.iscomplexobj(a) else np.float64) for a in arrays]
     rng = np.random.default_rng(seed)
     for part in (1.0, 1j) if any(a.dtype.kind == "c" for a in arrays) else (1.0,):
         _check(f, arrays, tuple(modes), order, h, rtol, atol, rng, context, 1, part)

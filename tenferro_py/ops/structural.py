@@ -24,7 +24,7 @@ RULES = RuleSet()
 def check_axes(op: str, what: str, axes: object, rank: int) -> tuple[int, ...]:
     """Distinct axes in [0, rank), or InvalidArgument naming the op."""
     try:
-        out = tuple(axes)  # type: ignore[arg-type]
+        out: tuple = tuple(axes)  # type: ignore[call-overload, arg-type]
     except TypeError:
         raise InvalidArgument(op, f"{what}: a sequence of axes", repr(axes)) from None
     for a in out:

@@ -77,8 +77,10 @@ def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ..
 
     A pairwise contraction (no index repeated inside an operand, none summed inside
     one operand alone, no batch index) is one BLAS call, ``tensordot`` then a
-    transpose; one operand or anything else goes to ``numpy.einsum``; three or more
-    operands to opt_einsum's planned contraction.
+    transpose, copied to C order when the transpose leaves it strided (the
+    elementwise ops that follow, and the next contraction, run faster on it); one
+    operand or anything else goes to ``numpy.einsum``; three or more operands to
+    opt_einsum's planned contraction.
     """
     spec = ",".join(inputs) + "->" + output
     if len(inputs) > 2:
@@ -96,7 +98,7 @@ def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ..
             axes = ([a.index(c) for c in shared], [b.index(c) for c in shared])
             free = [c for c in a if c not in shared] + [c for c in b if c not in shared]
             perm = [free.index(c) for c in output]
-            return lambda x, y: np.transpose(np.tensordot(x, y, axes), perm)
+            return lambda x, y: np.asarray(np.transpose(np.tensordot(x, y, axes), perm), order="C")
     return lambda *arrays: np.einsum(spec, *arrays)
 
 

@@ -20,8 +20,9 @@ import numpy as np
 import opt_einsum
 
 from .errors import DTypeMismatch, InvalidArgument, ShapeMismatch
-from .ops.elementwise import cj, plus
+from .ops.elementwise import cj
 from .rules import RuleSet
+from .tape import accumulate
 from .tensor import Aval, Tensor
 
 _RULES = RuleSet()
@@ -137,7 +138,7 @@ def _jvp(s, tangents, primals, outputs, inputs, output):
     total = None
     for i, t in enumerate(tangents):
         if t is not None:
-            total = plus(s, total, s.einsum(primals[:i] + (t,) + primals[i + 1 :], subscripts))
+            total = accumulate(s, total, s.einsum(primals[:i] + (t,) + primals[i + 1 :], subscripts))
     return (total,)
 
 

@@ -19,11 +19,11 @@ import numpy as np
 import scipy.linalg
 
 from .errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
-from .ops.elementwise import cj, lift_real, plus, real_dtype
+from .ops.elementwise import cj, lift_real, real_dtype
 from .ops.structural import SliceConfig
 from .rules import RuleSet
-from .tape import Embedded
-from .tensor import Aval, Tensor
+from .tape import Embedded, accumulate
+from .tensor import Aval, Tensor, is_real_number
 
 _RULES = RuleSet()
 
@@ -37,9 +37,7 @@ def semantic_ad_rules() -> RuleSet:
 
 def check_derivative_eps(op: str, eps: object) -> float:
     """A finite float > 0, or InvalidArgument."""
-    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.integer, np.floating)):
-        raise InvalidArgument(op, "derivative_eps: a finite number > 0", repr(eps))
-    if not (math.isfinite(eps) and eps > 0):
+    if not (is_real_number(eps) and math.isfinite(eps) and eps > 0):
         raise InvalidArgument(op, "derivative_eps: a finite number > 0", repr(eps))
     return float(eps)
 
@@ -232,13 +230,13 @@ def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
         vb = _extend(s, vb, kk, 0)
         q = s.einsum([vt, cj(s, vb)], "ib,jb->ij")  # VᴴV̄: K × kk
         l_cols = _antisym_columns(s, f_cols, q)
-        m_left = plus(s, m_left, s.mul(s_rows, l_cols))
-        top_mirror = plus(s, top_mirror, s.mul(l_cols, s_cols))
+        m_left = accumulate(s, m_left, s.mul(s_rows, l_cols))
+        top_mirror = accumulate(s, top_mirror, s.mul(l_cols, s_cols))
     m_top = None if top_mirror is None else s.transpose(cj(s, top_mirror), (1, 0))
     if phase is not None:
         m_top = s.add(m_top, _on_diagonal(s, phase, k))
     if sb is not None:  # diag(S̄) sits in M's first kk rows
-        m_top = plus(s, m_top, _on_diagonal(s, lift(_extend(s, sb, kk, 0)), k))
+        m_top = accumulate(s, m_top, _on_diagonal(s, lift(_extend(s, sb, kk, 0)), k))
     abar = None
     if m_top is not None:  # U M Vᴴ = U_k M[:kk, :] Vᴴ + U[:, kk:] M[kk:, :kk] V_kᴴ
         abar = s.einsum([uk, m_top, vt], "ai,ij,jb->ab")
@@ -248,10 +246,10 @@ def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
             abar = s.add(abar, s.einsum([u_rest, m_rest, vtk], "ai,ij,jb->ab"))
     if m > k and ub is not None:  # (I − UUᴴ) Ū S⁻¹ Vᴴ
         rest = s.sub(ub, s.einsum([u, p], "ai,ij->aj"))
-        abar = plus(s, abar, s.einsum([rest, lift(broadened_inverse(s, sk, eps)), vtk], "aj,j,jb->ab"))
+        abar = accumulate(s, abar, s.einsum([rest, lift(broadened_inverse(s, sk, eps)), vtk], "aj,j,jb->ab"))
     if n > k and vb is not None:  # U S⁻¹ V̄ᴴ (I − VVᴴ)
         rest = s.sub(vb, s.einsum([cj(s, q), vt], "ij,ib->jb"))
-        abar = plus(s, abar, s.einsum([uk, lift(broadened_inverse(s, sk, eps)), rest], "ai,i,ib->ab"))
+        abar = accumulate(s, abar, s.einsum([uk, lift(broadened_inverse(s, sk, eps)), rest], "ai,i,ib->ab"))
     return (abar,)
 
 
@@ -313,7 +311,7 @@ def _eigh_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
         inner = _symmetric_part(s, s.mul(f, s.einsum([v, vb], "ai,aj->ij")))
         abar = s.einsum([v, inner, v], "ai,ij,bj->ab")
     if wb is not None:
-        abar = plus(s, abar, s.einsum([v, wb, v], "ai,i,bi->ab"))
+        abar = accumulate(s, abar, s.einsum([v, wb, v], "ai,i,bi->ab"))
     return (abar,)
 
 

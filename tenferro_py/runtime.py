@@ -16,7 +16,7 @@ from .errors import DTypeMismatch, InvalidArgument, NonScalarGrad, NotReachable,
 from .ops import CORE_RULES
 from .rules import RuleSet
 from .session import EagerSession
-from .tape import EagerTensor, Leaf, densify, forward_sweep, reverse_sweep
+from .tape import EagerTensor, Leaf, densify, forward_sweep, reverse_sweep, tensor_key
 from .tensor import Aval, Tensor
 
 R = TypeVar("R")
@@ -127,6 +127,10 @@ class EagerRuntime:
         """An untracked tensor."""
         return EagerTensor(self, *self._host_value("constant_from", t))
 
+    def operand(self, op: str, x: object) -> EagerTensor:
+        """x as an EagerTensor of this runtime: a Tensor becomes a constant; else a clear error."""
+        return self.constant_from(x) if isinstance(x, Tensor) else self.check_owned(op, x)
+
     def check_owned(self, op: str, x: object) -> EagerTensor:
         """x as an EagerTensor of this runtime, or a clear error."""
         if not isinstance(x, EagerTensor):
@@ -167,7 +171,7 @@ class EagerRuntime:
 
     def _direction(self, op: str, what: str, t: object, like: EagerTensor) -> EagerTensor:
         """A seed, cotangent or tangent: a Tensor or EagerTensor of ``like``'s shape and dtype."""
-        x = self.constant_from(t) if isinstance(t, Tensor) else self.check_owned(op, t)
+        x = self.operand(op, t)
         if x.shape != like.shape:
             raise ShapeMismatch(op, f"{what} of shape {list(like.shape)}", f"shape {list(x.shape)}")
         if x.dtype != like.dtype:
@@ -194,7 +198,7 @@ class EagerRuntime:
             cts, met = reverse_sweep(s, self._ad.rules, [(out, cot)], targets)
             results: list[EagerTensor | None] = []
             for w in targets:
-                key = (w._node, w._index)
+                key = tensor_key(w)
                 if w._node is None or key not in met:
                     self._unreached(op, w, optional)
                     results.append(None)
@@ -243,7 +247,7 @@ class EagerRuntime:
         with self._session(engine) as s:
             seeds = [(w, t) for w, t in zip(sources, tans) if w.is_tracked]
             (result,), met = forward_sweep(s, self._ad.rules, [out], seeds)
-            reached = [(w._node, w._index) in met for w, _ in seeds]
+            reached = [tensor_key(w) in met for w, _ in seeds]
             if not any(reached):
                 self._unreached(op, seeds[0][0] if seeds else sources[0], optional)
                 return None

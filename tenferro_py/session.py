@@ -46,7 +46,7 @@ class EagerSession:
     def bind(self, prim: "Primitive", *inputs: object, **params: object) -> tuple[EagerTensor, ...]:
         """Check, run and (when tracked) record one primitive; returns its outputs."""
         rt = self._rt
-        xs = tuple(x if type(x) is EagerTensor and x._rt is rt else self._operand(prim.name, x) for x in inputs)
+        xs = tuple(x if type(x) is EagerTensor and x._rt is rt else self._rt.operand(prim.name, x) for x in inputs)
         in_avals = tuple([x._aval for x in xs])
         avals = prim.abstract(*in_avals, **params)
         values = self._engine.run(prim, [x._value for x in xs], params, in_avals, avals)
@@ -55,10 +55,6 @@ class EagerSession:
             return tuple([EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals))])
         return tuple([EagerTensor(rt, v, a) for v, a in zip(values, avals)])
 
-    def _operand(self, op: str, x: object) -> EagerTensor:
-        if isinstance(x, Tensor):
-            return self._rt.constant_from(x)
-        return self._rt.check_owned(op, x)
 
     # --- leaves ----------------------------------------------------------------
 
@@ -132,7 +128,7 @@ class EagerSession:
 
     def broadcast_in_dim(self, x: EagerTensor, shape: Sequence[int], dims: Sequence[int]) -> EagerTensor:
         """StableHLO broadcast: input axis i becomes output axis dims[i] (size 1 or equal)."""
-        x = self._operand("broadcast_in_dim", x)
+        x = self._rt.operand("broadcast_in_dim", x)
         shape = check_shape("broadcast_in_dim", shape)
         dims = _st.check_axes("broadcast_in_dim", "dims", dims, len(shape))
         if len(dims) != x.ndim:
@@ -141,13 +137,13 @@ class EagerSession:
 
     def reduce_sum(self, x: EagerTensor, axes: Sequence[int] | None = None) -> EagerTensor:
         """Sum over ``axes`` (all when None); the reduced axes are removed."""
-        x = self._operand("reduce_sum", x)
+        x = self._rt.operand("reduce_sum", x)
         axes = tuple(range(x.ndim)) if axes is None else _st.check_axes("reduce_sum", "axes", axes, x.ndim)
         return self.bind(_st.reduce_sum, x, axes=axes)[0]
 
     def transpose(self, x: EagerTensor, perm: Sequence[int]) -> EagerTensor:
         """Output axis i is input axis perm[i]."""
-        x = self._operand("transpose", x)
+        x = self._rt.operand("transpose", x)
         perm = _st.check_axes("transpose", "perm", perm, x.ndim)
         if len(perm) != x.ndim:
             raise InvalidArgument("transpose", f"a permutation of {x.ndim} axes", f"{list(perm)}")
@@ -155,13 +151,13 @@ class EagerSession:
 
     def reshape(self, x: EagerTensor, shape: Sequence[int]) -> EagerTensor:
         """Same elements in column-major order, new shape (to the same shape: x itself)."""
-        x = self._operand("reshape", x)
+        x = self._rt.operand("reshape", x)
         shape = check_shape("reshape", shape)
         return x if shape == x.shape else self.bind(_st.reshape, x, shape=shape)[0]
 
     def slice(self, x: EagerTensor, config: SliceConfig) -> EagerTensor:
         """x[starts:limits:strides] per axis (limits exclusive)."""
-        x = self._operand("slice", x)
+        x = self._rt.operand("slice", x)
         starts, limits, strides = _st.check_slice(config, x.shape)
         return self.bind(_st.slice_, x, starts=starts, limits=limits, strides=strides)[0]
 
@@ -169,7 +165,7 @@ class EagerSession:
         self, x: EagerTensor, shape: Sequence[int], starts: Sequence[int], strides: Sequence[int] | None = None
     ) -> EagerTensor:
         """Zeros of ``shape`` with x placed from ``starts`` every ``strides`` (the transpose of slice)."""
-        x = self._operand("pad", x)
+        x = self._rt.operand("pad", x)
         shape = check_shape("pad", shape)
         starts = check_shape("pad", starts)
         strides = check_shape("pad", strides) if strides is not None else (1,) * x.ndim
@@ -181,7 +177,7 @@ class EagerSession:
         """Einstein summation, e.g. ``einsum([a, b], "ij,jk->ik")``; ``"xyxy->"`` is a trace."""
         if not isinstance(operands, (list, tuple)) or not operands:
             raise InvalidArgument("einsum", "a non-empty list of operands", repr(operands))
-        xs = [self._operand("einsum", x) for x in operands]
+        xs = [self._rt.operand("einsum", x) for x in operands]
         inputs, output = _einsum.parse(subscripts, [x.shape for x in xs])
         if len(xs) <= 2:
             return self.bind(_einsum.einsum_p, *xs, inputs=inputs, output=output)[0]

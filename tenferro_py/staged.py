@@ -40,7 +40,7 @@ from .errors import InvalidArgument
 from .runtime import EagerRuntime
 from .session import EagerSession
 from .tape import EagerTensor
-from .tensor import Tensor
+from .tensor import Tensor, is_real_number
 
 SourceFn = Callable[[EagerSession, EagerTensor], EagerTensor]
 StageFn = Callable[[EagerSession, EagerTensor], "tuple[EagerTensor, EagerTensor | None]"]
@@ -111,16 +111,15 @@ def _setup(runtime: EagerRuntime | None, engine: CpuEngine | None) -> tuple[Eage
 def _as_tensor(op: str, what: str, x: object) -> Tensor:
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_)):
+    if is_real_number(x):
         return Tensor.scalar(float(x))
     raise InvalidArgument(op, f"{what}: a Tensor or a real number", type(x).__name__)
 
 
 def _coef(op: str, what: str, c: object) -> float:
-    real = isinstance(c, (int, float, np.integer, np.floating)) and not isinstance(c, (bool, np.bool_))
-    if not (real and math.isfinite(c)):  # type: ignore[arg-type]
+    if not (is_real_number(c) and math.isfinite(c)):
         raise InvalidArgument(op, f"{what}: a finite real number", repr(c))
-    return float(c)  # type: ignore[arg-type]
+    return float(c)
 
 
 def _scalar_like(c: float, x: EagerTensor) -> Tensor:

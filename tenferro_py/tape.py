@@ -164,7 +164,8 @@ class Embedded(NamedTuple):
     strides: tuple[int, ...]
 
 
-def _key(x: EagerTensor) -> tuple[Any, int]:
+def tensor_key(x: EagerTensor) -> tuple[Any, int]:
+    """What identifies a tracked tensor on the tape: its node (or leaf) and output index."""
     return (x._node, x._index)
 
 
@@ -218,27 +219,27 @@ def reverse_sweep(
     that flows into it. Returns the cotangent per reached target key (absent
     means a symbolic zero) and the set of target keys that reach some root.
     """
-    targets = None if wrt is None else {_key(w) for w in wrt if w._node is not None}
+    targets = None if wrt is None else {tensor_key(w) for w in wrt if w._node is not None}
 
     def is_target(x: EagerTensor) -> bool:
         if targets is None:
             return type(x._node) is Leaf
-        return x._node is not None and _key(x) in targets
+        return x._node is not None and tensor_key(x) in targets
 
     nodes = _ancestors(out for out, _ in roots)
     # Only nodes downstream of a target carry cotangents worth computing.
     live: set[int] = set()
-    met = {_key(out) for out, _ in roots if is_target(out)}
+    met = {tensor_key(out) for out, _ in roots if is_target(out)}
     for node in nodes:
         for x in node.inputs:
             if is_target(x):
-                met.add(_key(x))
+                met.add(tensor_key(x))
                 live.add(node.id)
             elif type(x._node) is Node and x._node.id in live:
                 live.add(node.id)
     cts: dict = {}
     for out, ct in roots:
-        cts[_key(out)] = accumulate(s, cts.get(_key(out)), ct)
+        cts[tensor_key(out)] = accumulate(s, cts.get(tensor_key(out)), ct)
     for node in reversed(nodes):
         if node.id not in live:
             continue
@@ -253,7 +254,7 @@ def reverse_sweep(
         in_cts = rule.vjp(s, out_cts, node.inputs, output_tensors(s.runtime, node), needs, **node.params)
         for x, need, ct in zip(node.inputs, needs, in_cts):
             if need and ct is not None:
-                key = _key(x)
+                key = tensor_key(x)
                 cts[key] = accumulate(s, cts.get(key), ct)
     return {k: cts[k] for k in met if k in cts}, met
 
@@ -271,7 +272,7 @@ def _hull(a: tuple | None, b: tuple) -> tuple:
 
 def _demanded(rules: "RuleSet", nodes: list[Node], outs: Sequence[EagerTensor]) -> dict:
     """Which box of each tensor the outputs' tangents depend on (absent: none of it)."""
-    extents = {_key(o): _whole(o.shape) for o in outs}
+    extents = {tensor_key(o): _whole(o.shape) for o in outs}
     for node in reversed(nodes):
         out_ext = [extents.get((node, i)) for i in range(len(node.values))]
         if all(e is None for e in out_ext):
@@ -283,7 +284,7 @@ def _demanded(rules: "RuleSet", nodes: list[Node], outs: Sequence[EagerTensor]) 
             in_ext = tuple(_whole(x.shape) for x in node.inputs)
         for x, e in zip(node.inputs, in_ext):
             if e is not None and x._node is not None:
-                extents[_key(x)] = _hull(extents.get(_key(x)), e)
+                extents[tensor_key(x)] = _hull(extents.get(tensor_key(x)), e)
     return extents
 
 
@@ -304,19 +305,19 @@ def forward_sweep(
     """
     tans: dict = {}
     for w, seed in seeds:
-        tans[_key(w)] = accumulate(s, tans.get(_key(w)), seed)
+        tans[tensor_key(w)] = accumulate(s, tans.get(tensor_key(w)), seed)
     nodes = _ancestors(outs)
     extents = _demanded(rules, nodes, outs)
-    met = {_key(o) for o in outs if _key(o) in tans}
+    met = {tensor_key(o) for o in outs if tensor_key(o) in tans}
     for node in nodes:
         out_ext = [extents.get((node, i)) for i in range(len(node.values))]
         if all(e is None for e in out_ext):
             continue
         in_tans: list[EagerTensor | None] = []
         for x in node.inputs:
-            t = tans.get(_key(x))
+            t = tans.get(tensor_key(x))
             if t is not None:
-                met.add(_key(x))
+                met.add(tensor_key(x))
             in_tans.append(t)
         if all(t is None for t in in_tans):
             continue
@@ -329,4 +330,4 @@ def forward_sweep(
         for i, t in enumerate(out_tans):
             if t is not None and out_ext[i] is not None:
                 tans[(node, i)] = accumulate(s, tans.get((node, i)), t)
-    return [tans.get(_key(o)) for o in outs], met
+    return [tans.get(tensor_key(o)) for o in outs], met

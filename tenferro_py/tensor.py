@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Sequence, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +20,16 @@ class Aval(NamedTuple):
     dtype: np.dtype
 
 
+def is_integer(x: object) -> TypeGuard["int | np.integer"]:
+    """A Python or NumPy integer, not a bool."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def is_real_number(x: object) -> TypeGuard["int | float | np.integer | np.floating"]:
+    """A Python or NumPy integer or float, not a bool."""
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
 def check_shape(op: str, shape: Iterable[int]) -> tuple[int, ...]:
     """A shape as a tuple of non-negative ints, or InvalidArgument naming ``op``."""
     try:
@@ -27,7 +37,7 @@ def check_shape(op: str, shape: Iterable[int]) -> tuple[int, ...]:
     except TypeError:
         raise InvalidArgument(op, "a shape (a sequence of ints)", repr(shape)) from None
     for d in dims:
-        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 0:
+        if not is_integer(d) or d < 0:
             raise InvalidArgument(op, "a shape of non-negative ints", repr(shape))
     return tuple(int(d) for d in dims)
 

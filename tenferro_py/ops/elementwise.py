@@ -13,7 +13,8 @@ import numpy as np
 
 from ..errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 from ..rules import RuleSet
-from ..tensor import Aval, Tensor
+from ..tape import accumulate
+from ..tensor import Aval, Tensor, is_real_number
 
 RULES = RuleSet()
 
@@ -52,15 +53,6 @@ def unary(name: str, impl, deriv):
     return RULES.define(name, same_aval, lambda x: (impl(x),), jvp, vjp)
 
 
-def plus(s, a, b):
-    """a + b where None is a symbolic zero."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return s.add(a, b)
-
-
 def minus(s, a, b):
     """a - b where None is a symbolic zero."""
     if b is None:
@@ -76,7 +68,7 @@ add = RULES.define(
     "add",
     matching_avals("add"),
     lambda a, b: (np.add(a, b),),
-    jvp=lambda s, t, p, o: (plus(s, t[0], t[1]),),
+    jvp=lambda s, t, p, o: (accumulate(s, t[0], t[1]),),
     vjp=lambda s, c, p, o, needs: (c[0], c[0]),
 )
 
@@ -91,7 +83,7 @@ sub = RULES.define(
 
 def _mul_jvp(s, tangents, primals, outputs):
     (da, db), (a, b) = tangents, primals
-    return (plus(s, None if da is None else s.mul(da, b), None if db is None else s.mul(a, db)),)
+    return (accumulate(s, None if da is None else s.mul(da, b), None if db is None else s.mul(a, db)),)
 
 
 def _mul_vjp(s, cotangents, primals, outputs, needs):
@@ -126,8 +118,8 @@ sqrt = unary("sqrt", np.sqrt, lambda s, t, x, y: s.scale_real(s.div(t, y), 0.5))
 
 
 def check_real_scalar(op: str, alpha: object) -> float:
-    """A finite real Python number, or InvalidArgument."""
-    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+    """A real number (Python or NumPy) as a float, or InvalidArgument."""
+    if not is_real_number(alpha):
         raise InvalidArgument(op, "a real number", repr(alpha))
     return float(alpha)
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import InvalidArgument, ShapeMismatch
 from ..rules import RuleSet
 from ..tape import Embedded
-from ..tensor import Aval, check_shape
+from ..tensor import Aval, check_shape, is_integer
 
 RULES = RuleSet()
 
@@ -28,7 +28,7 @@ def check_axes(op: str, what: str, axes: object, rank: int) -> tuple[int, ...]:
     except TypeError:
         raise InvalidArgument(op, f"{what}: a sequence of axes", repr(axes)) from None
     for a in out:
-        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)) or not 0 <= a < rank:
+        if not is_integer(a) or not 0 <= a < rank:
             raise InvalidArgument(op, f"{what} in [0, {rank})", repr(list(out)))
     if len(set(out)) != len(out):
         raise InvalidArgument(op, f"{what} without repeats", repr(list(out)))

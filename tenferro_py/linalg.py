@@ -19,7 +19,7 @@ import numpy as np
 import scipy.linalg
 
 from .errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
-from .ops.elementwise import cj, lift_real, real_dtype
+from .ops.elementwise import cj, lift_real, real_dtype, times_i
 from .ops.structural import SliceConfig
 from .rules import RuleSet
 from .tape import Embedded, accumulate
@@ -113,8 +113,7 @@ def _phase_term(s, dp_head, sk, eps):
     """i·Im(diag dP)/s: the part of dU (or Ū's dual) that keeps the complex phase gauge; None if real."""
     if dp_head.dtype.kind != "c":
         return None
-    im = s.mul(s.imag(s.einsum([dp_head], "ii->i")), broadened_inverse(s, sk, eps))
-    return s.complex(s.zeros(im.shape, im.dtype), im)
+    return times_i(s, s.mul(s.imag(s.einsum([dp_head], "ii->i")), broadened_inverse(s, sk, eps)))
 
 
 def _columns(s, x, stop, axis):

@@ -26,7 +26,9 @@ from functools import partial
 from typing import NamedTuple, Sequence
 
 import tenferro_py as tf
-from tenferro_py import AdContext, CpuEngine, EagerRuntime, EagerSession, EagerTensor, Pool, SliceConfig, Tensor, staged
+from tenferro_py import (
+    AdContext, CpuEngine, EagerRuntime, EagerSession, EagerTensor, Pool, SliceConfig, TangentMemo, Tensor, staged,
+)
 
 DEFAULT_BETAS = (0.3, 0.4, 0.44, 0.5, 0.6)
 STRUCTURAL_RANKS = (2, 4, 4)  # ranks of the first three steps' matrices; beyond them s = 0 exactly
@@ -179,10 +181,11 @@ def value_grad_and_curvature(
     n = len(ks)
     b = rt.variable_from(Tensor.scalar(beta))
     fw = forward(rt, eng, b, ks)
+    memos = [TangentMemo() for _ in fw.stages]  # each step's tangents, lent to the jvp of its pullback
     with rt.no_grad():  # tangents of T₀ … T_n along dβ = 1
         t_dots = [rt.jvp(eng, fw.t0, b, Tensor.scalar(1.0))]
-        for leaf, t_next, _ in fw.stages:
-            t_dots.append(rt.jvp(eng, t_next, leaf, t_dots[-1]))
+        for (leaf, t_next, _), memo in zip(fw.stages, memos):
+            t_dots.append(rt.jvp(eng, t_next, leaf, t_dots[-1], memo=memo))
     ct = rt.vjp(eng, fw.ln_tr, fw.last, Tensor.scalar(2.0**-n))
     with rt.no_grad():
         ct_dot = rt.jvp(eng, ct, fw.last, t_dots[n])
@@ -193,7 +196,7 @@ def value_grad_and_curvature(
         through_norm = rt.vjp(eng, ln_norm, leaf, Tensor.scalar(2.0 ** (n - i) * 2.0**-n))
         ct = rt.with_eager_session(eng, lambda s: s.add(through_t, through_norm))
         with rt.no_grad():
-            ct_dot = rt.jvp(eng, ct, [leaf, ct_in], [t_dots[i], ct_dot])
+            ct_dot = rt.jvp(eng, ct, [leaf, ct_in], [t_dots[i], ct_dot], memo=memos.pop())
     ct_in = rt.variable_from(ct)
     grad = rt.vjp(eng, fw.t0, b, ct_in)
     with rt.no_grad():

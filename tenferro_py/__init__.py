@@ -17,7 +17,7 @@ from .ops.structural import SliceConfig
 from .rules import RuleSet
 from .runtime import AdContext, AdContextBuilder, EagerRuntime
 from .session import EagerSession
-from .tape import EagerTensor
+from .tape import EagerTensor, TangentMemo
 from .tensor import Tensor
 
 __version__ = "0.1.0"
@@ -40,6 +40,7 @@ __all__ = [
     "RuntimeMismatch",
     "ShapeMismatch",
     "SliceConfig",
+    "TangentMemo",
     "Tensor",
     "TenferroError",
     "Unsupported",

@@ -22,7 +22,7 @@ import opt_einsum
 from .errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 from .ops.elementwise import cj
 from .rules import RuleSet
-from .tape import accumulate
+from .tape import Product, accumulate
 from .tensor import Aval, Tensor
 
 _RULES = RuleSet()
@@ -132,17 +132,24 @@ def _impl(*arrays, inputs, output):
     return (plan(inputs, output, tuple(a.shape for a in arrays))(*arrays),)
 
 
-def _jvp(s, tangents, primals, outputs, inputs, output):
-    subscripts = ",".join(inputs) + "->" + output
-    total = None
-    for i, t in enumerate(tangents):
-        if t is not None:
-            total = accumulate(s, total, s.einsum(primals[:i] + (t,) + primals[i + 1 :], subscripts))
-    return (total,)
-
-
 def _fresh_letters(used: str):
     return (c for c in string.ascii_letters if c not in used)
+
+
+def _jvp(s, tangents, primals, outputs, inputs, output):
+    """One einsum per tangent, in place of its operand; a Product's factors enter as two operands."""
+    total = None
+    for i, t in enumerate(tangents):
+        if t is None:
+            continue
+        if type(t) is Product:
+            inner = next(_fresh_letters("".join(inputs) + output))
+            operands = primals[:i] + (t.left, t.right) + primals[i + 1 :]
+            subs = inputs[:i] + (inputs[i][0] + inner, inner + inputs[i][1]) + inputs[i + 1 :]
+        else:
+            operands, subs = primals[:i] + (t,) + primals[i + 1 :], inputs
+        total = accumulate(s, total, s.einsum(operands, ",".join(subs) + "->" + output))
+    return (total,)
 
 
 def operand_cotangent(s, ct, primals, inputs, output, i):
@@ -185,4 +192,4 @@ def _cost(in_avals, out_avals, params) -> float:
     return float(math.prod(sizes.values()))
 
 
-einsum_p = _RULES.define("einsum", _abstract, _impl, _jvp, _vjp, cost=_cost)
+einsum_p = _RULES.define("einsum", _abstract, _impl, _jvp, _vjp, cost=_cost, factored_tangents=True)

@@ -22,7 +22,7 @@ from .errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
 from .ops.elementwise import cj, lift_real, real_dtype, times_i
 from .ops.structural import SliceConfig
 from .rules import RuleSet
-from .tape import Embedded, accumulate
+from .tape import Embedded, Product, accumulate
 from .tensor import Aval, Tensor, is_real_number
 
 _RULES = RuleSet()
@@ -158,6 +158,8 @@ def _svd_jvp(s, tangents, primals, outputs, extents, derivative_eps):
     With dP = Uᴴ dA V only its first kk columns and rows enter: dP[:, :kk] and
     dP[:kk, :] cost O(m n kk), and so does every product below. For complex A,
     dS = Re diag dP and dU also gets U·diag(i Im(dP_ii)/s_i) (JAX's gauge).
+    Where U (or Vᴴ) is square, dU = U·J (dVᴴ = J'·Vᴴ) is returned as a
+    :class:`Product`, so that thin products with it never form the K × K product.
     """
     (da,), (a,), (u, sv, vt) = tangents, primals, outputs
     m, n = a.shape
@@ -177,24 +179,29 @@ def _svd_jvp(s, tangents, primals, outputs, extents, derivative_eps):
     dp_head = _columns(s, dp_left, kk, 0)
     du = ds = dvt = None
     if extents[0] is not None:  # U F∘(dP S + S dPᴴ) (+ phase), + (I − UUᴴ) dA V S⁻¹ when tall
-        du = s.einsum([u, s.mul(f_cols, s.add(s.mul(dp_left, s_cols), s.mul(s_rows, dp_top_h)))], "ai,ij->aj")
+        ju = s.mul(f_cols, s.add(s.mul(dp_left, s_cols), s.mul(s_rows, dp_top_h)))
         phase = _phase_term(s, dp_head, sk, eps)
         if phase is not None:
-            du = s.add(du, s.einsum([uk, phase], "aj,j->aj"))
+            ju = s.add(ju, s.transpose(_on_diagonal(s, phase, k), (1, 0)))
         if m > k:
             rest = s.sub(s.einsum([da, cj(s, vtk)], "ab,jb->aj"), s.einsum([u, dp_left], "ai,ij->aj"))
-            du = s.add(du, s.einsum([rest, lift(broadened_inverse(s, sk, eps))], "aj,j->aj"))
-        du = _extend(s, du, k, 1)
+            rest = s.einsum([rest, lift(broadened_inverse(s, sk, eps))], "aj,j->aj")
+            du = s.add(s.einsum([u, ju], "ai,ij->aj"), rest)
+            du = _extend(s, du, k, 1)
+        else:
+            du = Product(u, _extend(s, ju, k, 1))
     if extents[1] is not None:  # Re diag(dP)
         ds = _extend(s, s.real(s.einsum([dp_head], "ii->i")), k, 0)
     if extents[2] is not None:  # (V F∘(S dP + dPᴴ S))ᴴ, + S⁻¹ Uᴴ dA (I − VVᴴ) when wide
-        jv = s.mul(f_cols, s.add(s.mul(s_rows, dp_left), s.mul(dp_top_h, s_cols)))
-        dvt = s.einsum([cj(s, jv), vt], "ij,ib->jb")
+        jv_h = s.transpose(cj(s, s.mul(f_cols, s.add(s.mul(s_rows, dp_left), s.mul(dp_top_h, s_cols)))), (1, 0))
         if n > k:
             dp_top = s.transpose(cj(s, dp_top_h), (1, 0))
             rest = s.sub(s.einsum([cj(s, uk), da], "ai,ab->ib"), s.einsum([dp_top, vt], "ij,jb->ib"))
-            dvt = s.add(dvt, s.einsum([lift(broadened_inverse(s, sk, eps)), rest], "i,ib->ib"))
-        dvt = _extend(s, dvt, k, 0)
+            rest = s.einsum([lift(broadened_inverse(s, sk, eps)), rest], "i,ib->ib")
+            dvt = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), rest)
+            dvt = _extend(s, dvt, k, 0)
+        else:
+            dvt = Product(_extend(s, jv_h, k, 0), vt)
     return du, ds, dvt
 
 

@@ -68,8 +68,10 @@ class Rule:
 
     ``embedded_cotangents``: the VJP accepts :class:`~tenferro_py.tape.Embedded`
     cotangents (a block inside zeros, as a slice's VJP makes) and exploits them;
-    other rules get them made dense first. ``demand`` and ``jvp_extents``: see
-    the module's docstring.
+    other rules get them made dense first. ``factored_tangents``: likewise, the
+    JVP accepts :class:`~tenferro_py.tape.Product` tangents (a matrix as two
+    unmultiplied factors, as the SVD's JVP makes) and passes them on. ``demand``
+    and ``jvp_extents``: see the module's docstring.
     """
 
     jvp: JvpRule
@@ -77,6 +79,7 @@ class Rule:
     embedded_cotangents: bool = False
     demand: Callable[..., tuple] | None = None
     jvp_extents: bool = False
+    factored_tangents: bool = False
 
 
 def vjp_from_linear_jvp(jvp: JvpRule) -> VjpRule:
@@ -125,11 +128,12 @@ class RuleSet:
         cost: Callable[..., float] | None = None,
         demand: Callable[..., tuple] | None = None,
         jvp_extents: bool = False,
+        factored_tangents: bool = False,
     ) -> Primitive:
         """Make a primitive and register its rules here: forward and rules in one place."""
         if name in self._rules:
             raise InvalidArgument("RuleSet.define", "a new primitive name", f"{name!r} twice")
-        self._rules[name] = Rule(jvp, vjp, embedded_cotangents, demand, jvp_extents)
+        self._rules[name] = Rule(jvp, vjp, embedded_cotangents, demand, jvp_extents, factored_tangents)
         return Primitive(name, abstract, impl, cost)
 
     def merge(self, other: "RuleSet") -> "RuleSet":

@@ -16,7 +16,7 @@ from .errors import DTypeMismatch, InvalidArgument, NonScalarGrad, NotReachable,
 from .ops import CORE_RULES
 from .rules import RuleSet
 from .session import EagerSession
-from .tape import EagerTensor, Leaf, densify, forward_sweep, reverse_sweep, tensor_key
+from .tape import EagerTensor, Leaf, TangentMemo, densify, forward_sweep, reverse_sweep, tensor_key
 from .tensor import Aval, Tensor
 
 R = TypeVar("R")
@@ -234,7 +234,7 @@ class EagerRuntime:
         """As :meth:`grad`, with None where ``wrt`` does not reach ``out``."""
         return self._vjp("grad_optional", engine, out, wrt, self._scalar_seed("grad_optional", out), optional=True)
 
-    def _jvp(self, op: str, engine: CpuEngine, out: Any, wrt: Any, tan: Any, optional: bool) -> Any:
+    def _jvp(self, op: str, engine: CpuEngine, out: Any, wrt: Any, tan: Any, optional: bool, memo: Any) -> Any:
         out = self.check_owned(op, out)
         sources, many = self._wrt_list(op, wrt)
         tans = list(tan) if many else [tan]
@@ -244,25 +244,36 @@ class EagerRuntime:
         for w in sources:
             if not w.is_tracked:
                 self._unreached(op, w, optional)
+        seeds = [(w, t) for w, t in zip(sources, tans) if w.is_tracked]
+        if memo is not None:
+            if not isinstance(memo, TangentMemo):
+                raise InvalidArgument(op, "memo: a TangentMemo", type(memo).__name__)
+            memo.check(op, seeds)
         with self._session(engine) as s:
-            seeds = [(w, t) for w, t in zip(sources, tans) if w.is_tracked]
-            (result,), met = forward_sweep(s, self._ad.rules, [out], seeds)
+            (result,), met = forward_sweep(s, self._ad.rules, [out], seeds, memo)
             reached = [tensor_key(w) in met for w, _ in seeds]
             if not any(reached):
                 self._unreached(op, seeds[0][0] if seeds else sources[0], optional)
                 return None
             return result if result is not None else s.zeros(out.shape, out.dtype)
 
-    def jvp(self, engine: CpuEngine, out: EagerTensor, wrt: Any, tan: Any) -> EagerTensor:
+    def jvp(
+        self, engine: CpuEngine, out: EagerTensor, wrt: Any, tan: Any, memo: TangentMemo | None = None
+    ) -> EagerTensor:
         """Tangent of ``out`` for tangent ``tan`` of ``wrt`` (tensors and tangents may be sequences).
 
-        The result is differentiable when it depends on tracked values.
+        The result is differentiable when it depends on tracked values. ``memo``: an
+        empty :class:`TangentMemo` keeps the tangents of every tensor on the way;
+        a filled one lends them to this jvp (forward over reverse: the jvp of a
+        step's pullback reuses the tangents of the step's own jvp).
         """
-        return self._jvp("jvp", engine, out, wrt, tan, optional=False)
+        return self._jvp("jvp", engine, out, wrt, tan, False, memo)
 
-    def jvp_optional(self, engine: CpuEngine, out: EagerTensor, wrt: Any, tan: Any) -> EagerTensor | None:
+    def jvp_optional(
+        self, engine: CpuEngine, out: EagerTensor, wrt: Any, tan: Any, memo: TangentMemo | None = None
+    ) -> EagerTensor | None:
         """As :meth:`jvp`, with None where no ``wrt`` reaches ``out``."""
-        return self._jvp("jvp_optional", engine, out, wrt, tan, optional=True)
+        return self._jvp("jvp_optional", engine, out, wrt, tan, True, memo)
 
     def _backward(self, out: EagerTensor, seed: Any, engine: CpuEngine | None) -> None:
         """Stateful reverse sweep: slot = existing + incoming for every reachable variable."""

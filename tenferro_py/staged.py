@@ -39,7 +39,7 @@ from .engine import CpuEngine
 from .errors import InvalidArgument
 from .runtime import EagerRuntime
 from .session import EagerSession
-from .tape import EagerTensor
+from .tape import EagerTensor, TangentMemo
 from .tensor import Tensor, is_real_number
 
 SourceFn = Callable[[EagerSession, EagerTensor], EagerTensor]
@@ -77,13 +77,15 @@ class ValueGradAndCurvature(NamedTuple):
 
 
 class _StageRun(NamedTuple):
-    """One stage as run: x_i as a fresh leaf, its outputs, and the tangents ẋ_i, ẋ_{i+1} (or None)."""
+    """One stage as run: x_i as a fresh leaf, its outputs, the tangents ẋ_i, ẋ_{i+1} (or None),
+    and the tangents of the stage's tensors, which the jvp of its pullback reuses."""
 
     leaf: EagerTensor
     out: EagerTensor
     side: EagerTensor | None
     tangent: EagerTensor | None
     out_tangent: EagerTensor | None
+    memo: TangentMemo | None
 
 
 class _Segment(NamedTuple):
@@ -228,7 +230,7 @@ class Program:
             ct_in = rt.variable_from(cts[0])
             ct = self._pullback(rt, eng, i, run, ct_in)
             with rt.no_grad():
-                ct_dot = rt.jvp(eng, ct, [run.leaf, ct_in], [run.tangent, cts[1]])
+                ct_dot = rt.jvp(eng, ct, [run.leaf, ct_in], [run.tangent, cts[1]], memo=run.memo)
             return rt.constant_from(ct), ct_dot  # values only: the stage's graph may go
 
         ct = rt.vjp(eng, fw.readout, fw.last, _scalar_like(self.readout_coef, fw.readout))
@@ -269,23 +271,30 @@ class Program:
         return None
 
     def _run_stage(
-        self, rt: EagerRuntime, eng: CpuEngine, i: int, x: EagerTensor, tangent: EagerTensor | None, record: bool
+        self, rt: EagerRuntime, eng: CpuEngine, i: int, x: EagerTensor, tangent: EagerTensor | None, record: bool,
+        memo: bool = False,
     ) -> _StageRun:
-        """Stage i on a fresh leaf holding x, recorded or not (a tangent needs the record)."""
+        """Stage i on a fresh leaf holding x, recorded or not (a tangent needs the record).
+
+        ``memo``: keep the tangents of the stage's tensors for the jvp of its pullback.
+        """
         leaf = rt.variable_from(x)
         with contextlib.nullcontext() if record else rt.no_grad():
             out, side = rt.with_eager_session(eng, lambda s: self.stages[i].fn(s, leaf))
         if tangent is None:
-            return _StageRun(leaf, out, side, None, None)
+            return _StageRun(leaf, out, side, None, None, None)
+        kept = TangentMemo() if memo else None
         with rt.no_grad():
-            return _StageRun(leaf, out, side, tangent, rt.jvp(eng, out, leaf, tangent))
+            return _StageRun(leaf, out, side, tangent, rt.jvp(eng, out, leaf, tangent, memo=kept), kept)
 
-    def _run_segment(self, rt: EagerRuntime, eng: CpuEngine, seg: _Segment, record: bool) -> list[_StageRun]:
-        """The segment's stages, from its input (and tangent) on."""
+    def _run_segment(
+        self, rt: EagerRuntime, eng: CpuEngine, seg: _Segment, record: bool, memo: bool
+    ) -> list[_StageRun]:
+        """The segment's stages, from its input (and tangent) on; ``memo`` as in :meth:`_run_stage`."""
         runs: list[_StageRun] = []
         x, tangent = seg.x, seg.tangent
         for i in seg.stages:
-            runs.append(self._run_stage(rt, eng, i, x, tangent, record))
+            runs.append(self._run_stage(rt, eng, i, x, tangent, record, memo))
             x, tangent = runs[-1].out, runs[-1].out_tangent
         return runs
 
@@ -305,7 +314,7 @@ class Program:
         value, segments = 0.0, []
         for start in range(0, n, length):
             seg = _Segment(range(start, min(start + length, n)), x, tangent, None)
-            runs = self._run_segment(rt, eng, seg, record=keep or tangent is not None)
+            runs = self._run_segment(rt, eng, seg, record=keep or tangent is not None, memo=keep)
             sides = [(self.stages[i].coef, run.side.item()) for i, run in zip(seg.stages, runs) if run.side is not None]
             for coef, side in sides:
                 value += coef * side
@@ -326,7 +335,7 @@ class Program:
         pulled back; each stage's graph is dropped as soon as it is pulled back.
         """
         for seg in reversed(fw.segments):
-            runs = seg.runs if seg.runs is not None else self._run_segment(rt, eng, seg, record=True)
+            runs = seg.runs if seg.runs is not None else self._run_segment(rt, eng, seg, record=True, memo=True)
             for i in reversed(seg.stages):
                 state = pull(i, runs.pop(), state)
         return state

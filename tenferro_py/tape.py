@@ -14,12 +14,13 @@ interface of :mod:`tenferro_py.rules`.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
 from .engine import Pending, resolve
-from .errors import Unsupported
+from .errors import InvalidArgument, Unsupported
 from .tensor import Aval, Tensor
 
 if TYPE_CHECKING:
@@ -164,6 +165,19 @@ class Embedded(NamedTuple):
     strides: tuple[int, ...]
 
 
+class Product(NamedTuple):
+    """A matrix tangent kept as the product ``left @ right``, not multiplied out.
+
+    The SVD's JVP gives dU = U·J and dVᴴ = J'·Vᴴ so: what reads them (the SVD's own
+    VJP, under forward-over-reverse) mostly contracts them to thin matrices, which
+    then costs O(m K k) instead of the O(m K²) of forming them. Rules that know
+    this structure (einsum, slice, transpose) carry it; others get it multiplied out.
+    """
+
+    left: EagerTensor
+    right: EagerTensor
+
+
 def tensor_key(x: EagerTensor) -> tuple[Any, int]:
     """What identifies a tracked tensor on the tape: its node (or leaf) and output index."""
     return (x._node, x._index)
@@ -181,11 +195,13 @@ def _ancestors(roots: Iterable[EagerTensor]) -> list[Node]:
     return [seen[i] for i in sorted(seen)]
 
 
-def densify(s: "EagerSession", ct: "EagerTensor | Embedded") -> EagerTensor:
-    """An Embedded cotangent as an ordinary tensor."""
-    if isinstance(ct, Embedded):
-        return s.pad(ct.block, ct.shape, ct.starts, ct.strides)
-    return ct
+def densify(s: "EagerSession", x: "EagerTensor | Embedded | Product") -> EagerTensor:
+    """An Embedded cotangent or a Product tangent as an ordinary tensor."""
+    if type(x) is Embedded:
+        return s.pad(x.block, x.shape, x.starts, x.strides)
+    if type(x) is Product:
+        return s.einsum([x.left, x.right], "ij,jk->ik")
+    return x
 
 
 def accumulate(s: "EagerSession", a: Any, b: Any) -> Any:
@@ -288,11 +304,52 @@ def _demanded(rules: "RuleSet", nodes: list[Node], outs: Sequence[EagerTensor]) 
     return extents
 
 
+class TangentMemo:
+    """The tangents one jvp computed, kept for later jvps along the same seeds.
+
+    Forward over reverse differentiates a step's recorded pullback, whose ops read
+    the step's forward values: their tangents are what the step's own jvp already
+    computed. Given to a first jvp (``memo=``), a memo is filled with the whole
+    tangent of every tensor between that jvp's seeds and its output; a later jvp
+    given it takes those tangents instead of recomputing them. It must have every
+    seed of the first with the same tangent; its other seeds must be newer than
+    the memo's tensors (else their tangents could differ), which is checked.
+    """
+
+    __slots__ = ("_seeds", "_tangents")
+
+    def __init__(self) -> None:
+        self._seeds: dict | None = None  # seed key -> the tangent's value (array or Pending)
+        self._tangents: dict[Node, tuple] = {}
+
+    @property
+    def filled(self) -> bool:
+        return self._seeds is not None
+
+    def _fill(self, seeds: Sequence[tuple[EagerTensor, EagerTensor]], tans: dict, visited: list[Node]) -> None:
+        self._seeds = {tensor_key(w): t._value for w, t in seeds}
+        self._tangents = {node: tuple(tans.get((node, i)) for i in range(len(node.values))) for node in visited}
+
+    def check(self, op: str, seeds: Sequence[tuple[EagerTensor, EagerTensor]]) -> None:
+        """InvalidArgument unless a filled memo holds for a jvp along ``seeds``."""
+        given = {tensor_key(w): t._value for w, t in seeds}
+        if self._seeds is not None and any(given.get(key) is not value for key, value in self._seeds.items()):
+            raise InvalidArgument(
+                op, "a memo filled along seeds that this jvp also has, with the same tangents", "other seeds"
+            )
+
+    def _valid_below(self, seeds: Sequence[tuple[EagerTensor, EagerTensor]]) -> float:
+        """The node id below which the stored tangents hold for ``seeds`` (checked): the oldest new seed's."""
+        assert self._seeds is not None
+        return min((w._node.id for w, _ in seeds if tensor_key(w) not in self._seeds), default=math.inf)
+
+
 def forward_sweep(
     s: "EagerSession",
     rules: "RuleSet",
     outs: Sequence[EagerTensor],
     seeds: Sequence[tuple[EagerTensor, EagerTensor]],
+    memo: TangentMemo | None = None,
 ) -> tuple[list, set]:
     """Push tangents from (input, tangent) pairs forward to ``outs``.
 
@@ -300,28 +357,44 @@ def forward_sweep(
     flows into it from seeded ancestors (the transpose of :func:`reverse_sweep`).
     Only what the outputs depend on is computed: unused outputs get no
     tangent, and rules that can (the SVD's) compute only the demanded box.
-    Returns the tangent of each output (None for a symbolic zero) and the set
-    of seed keys that reach some output.
+    An empty ``memo`` is filled instead with the whole tangent of every tensor
+    on the way; a filled one supplies the tangents it holds (see
+    :class:`TangentMemo`). Returns the tangent of each output (None for a
+    symbolic zero) and the set of seed keys that reach some output. Tangents
+    that are a :class:`Product` are multiplied out once, for the first rule that
+    does not take them as they are.
     """
     tans: dict = {}
     for w, seed in seeds:
         tans[tensor_key(w)] = accumulate(s, tans.get(tensor_key(w)), seed)
     nodes = _ancestors(outs)
-    extents = _demanded(rules, nodes, outs)
+    filling = memo is not None and not memo.filled
+    stored = memo._tangents if memo is not None and memo.filled else {}
+    valid_below = memo._valid_below(seeds) if stored else -1
+    extents = {} if filling else _demanded(rules, nodes, outs)
     met = {tensor_key(o) for o in outs if tensor_key(o) in tans}
     for node in nodes:
-        out_ext = [extents.get((node, i)) for i in range(len(node.values))]
+        if node.id < valid_below and node in stored:
+            for i, t in enumerate(stored[node]):
+                if t is not None:
+                    tans[(node, i)] = t
+            met.update(tensor_key(x) for x in node.inputs if tensor_key(x) in tans)
+            continue
+        if filling:
+            out_ext = [_whole(a.shape) for a in node.avals]
+        else:
+            out_ext = [extents.get((node, i)) for i in range(len(node.values))]
         if all(e is None for e in out_ext):
             continue
-        in_tans: list[EagerTensor | None] = []
-        for x in node.inputs:
-            t = tans.get(tensor_key(x))
-            if t is not None:
-                met.add(tensor_key(x))
-            in_tans.append(t)
+        in_tans: list[Any] = [tans.get(tensor_key(x)) for x in node.inputs]
         if all(t is None for t in in_tans):
             continue
         rule = _rule(rules, node, "jvp")
+        for i, (x, t) in enumerate(zip(node.inputs, in_tans)):
+            if t is not None:
+                met.add(tensor_key(x))
+                if type(t) is Product and not rule.factored_tangents:
+                    in_tans[i] = tans[tensor_key(x)] = densify(s, t)
         outputs = output_tensors(s.runtime, node)
         if rule.jvp_extents:
             out_tans = rule.jvp(s, in_tans, node.inputs, outputs, out_ext, **node.params)
@@ -330,4 +403,7 @@ def forward_sweep(
         for i, t in enumerate(out_tans):
             if t is not None and out_ext[i] is not None:
                 tans[(node, i)] = accumulate(s, tans.get((node, i)), t)
-    return [tans.get(tensor_key(o)) for o in outs], met
+    if filling:
+        memo._fill(seeds, tans, nodes)
+    results = [tans.get(tensor_key(o)) for o in outs]
+    return [None if t is None else densify(s, t) for t in results], met

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, ShapeMismatch
 from ..rules import RuleSet
-from ..tape import Embedded
+from ..tape import Embedded, Product
 from ..tensor import Aval, check_shape, is_integer
 
 RULES = RuleSet()
@@ -100,12 +100,21 @@ reduce_sum = RULES.define(
 
 # --- transpose / reshape --------------------------------------------------
 
+def _transpose_jvp(s, tangents, primals, outputs, perm):
+    """The tangent transposed; of a Product (a matrix), the transposed factors swapped."""
+    (t,) = tangents
+    if type(t) is Product:
+        return (Product(s.transpose(t.right, (1, 0)), s.transpose(t.left, (1, 0))) if perm[0] == 1 else t,)
+    return (s.transpose(t, perm),)
+
+
 transpose = RULES.define(
     "transpose",
     lambda x, perm: (Aval(tuple(x.shape[p] for p in perm), x.dtype),),
     lambda x, perm: (np.transpose(x, perm),),
-    jvp=lambda s, t, p, o, perm: (s.transpose(t[0], perm),),
+    jvp=_transpose_jvp,
     vjp=lambda s, c, p, o, needs, perm: (s.transpose(c[0], list(np.argsort(perm))),),
+    factored_tangents=True,
 )
 
 
@@ -169,6 +178,19 @@ def _slice_vjp(s, cotangents, primals, outputs, needs, starts, limits, strides):
     return (Embedded(cotangents[0], primals[0].shape, starts, strides),)
 
 
+def _slice_jvp(s, tangents, primals, outputs, starts, limits, strides):
+    """The tangent sliced; of a Product (a matrix), its rows from the left factor, columns from the right."""
+    (t,) = tangents
+    if type(t) is not Product:
+        return (s.slice(t, SliceConfig(starts, limits, strides)),)
+    (n, inner), m = t.left.shape, t.right.shape[1]
+    left = t.left if (starts[0], limits[0], strides[0]) == (0, n, 1) else s.slice(
+        t.left, SliceConfig([starts[0], 0], [limits[0], inner], [strides[0], 1]))
+    right = t.right if (starts[1], limits[1], strides[1]) == (0, m, 1) else s.slice(
+        t.right, SliceConfig([0, starts[1]], [inner, limits[1]], [1, strides[1]]))
+    return (Product(left, right),)
+
+
 def _slice_demand(out_extents, primals, starts, limits, strides):
     """A slice reads the box of its input that its demanded output box comes from."""
     (box,) = out_extents
@@ -182,9 +204,10 @@ slice_ = RULES.define(
     "slice",
     _slice_abstract,
     lambda x, starts, limits, strides: (x[tuple(map(slice, starts, limits, strides))],),
-    jvp=lambda s, t, p, o, **cfg: (s.slice(t[0], SliceConfig(**cfg)),),
+    jvp=_slice_jvp,
     vjp=_slice_vjp,
     demand=_slice_demand,
+    factored_tangents=True,
 )
 
 

@@ -287,14 +287,16 @@ class Program:
         with rt.no_grad():
             return _StageRun(leaf, out, side, tangent, rt.jvp(eng, out, leaf, tangent, memo=kept), kept)
 
-    def _run_segment(
-        self, rt: EagerRuntime, eng: CpuEngine, seg: _Segment, record: bool, memo: bool
-    ) -> list[_StageRun]:
-        """The segment's stages, from its input (and tangent) on; ``memo`` as in :meth:`_run_stage`."""
+    def _run_segment(self, rt: EagerRuntime, eng: CpuEngine, seg: _Segment, record: bool) -> list[_StageRun]:
+        """The segment's stages, from its input (and tangent) on, their tangents kept for the pullbacks.
+
+        A segment that is not kept fills its memos too (whole tangents, computed otherwise
+        than demanded ones), so that its re-run gives the same tangents, bit for bit.
+        """
         runs: list[_StageRun] = []
         x, tangent = seg.x, seg.tangent
         for i in seg.stages:
-            runs.append(self._run_stage(rt, eng, i, x, tangent, record, memo))
+            runs.append(self._run_stage(rt, eng, i, x, tangent, record, memo=True))
             x, tangent = runs[-1].out, runs[-1].out_tangent
         return runs
 
@@ -314,7 +316,7 @@ class Program:
         value, segments = 0.0, []
         for start in range(0, n, length):
             seg = _Segment(range(start, min(start + length, n)), x, tangent, None)
-            runs = self._run_segment(rt, eng, seg, record=keep or tangent is not None, memo=keep)
+            runs = self._run_segment(rt, eng, seg, record=keep or tangent is not None)
             sides = [(self.stages[i].coef, run.side.item()) for i, run in zip(seg.stages, runs) if run.side is not None]
             for coef, side in sides:
                 value += coef * side
@@ -335,7 +337,7 @@ class Program:
         pulled back; each stage's graph is dropped as soon as it is pulled back.
         """
         for seg in reversed(fw.segments):
-            runs = seg.runs if seg.runs is not None else self._run_segment(rt, eng, seg, record=True, memo=True)
+            runs = seg.runs if seg.runs is not None else self._run_segment(rt, eng, seg, record=True)
             for i in reversed(seg.stages):
                 state = pull(i, runs.pop(), state)
         return state

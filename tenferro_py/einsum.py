@@ -77,9 +77,7 @@ def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ..
     """How to evaluate these subscripts for these shapes (cached per subscripts and shapes).
 
     A pairwise contraction (no index repeated inside an operand, none summed inside
-    one operand alone, no batch index) is one BLAS call, ``tensordot`` then a
-    transpose, copied to C order when the transpose leaves it strided (the
-    elementwise ops that follow, and the next contraction, run faster on it); one
+    one operand alone, no batch index) is one matrix product (:class:`Pairwise`); one
     operand or anything else goes to ``numpy.einsum``; three or more operands to
     opt_einsum's planned contraction.
     """
@@ -96,11 +94,88 @@ def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ..
             and all(c in output for c in a + b if c not in shared)
         )
         if pure and shared:
-            axes = ([a.index(c) for c in shared], [b.index(c) for c in shared])
-            free = [c for c in a if c not in shared] + [c for c in b if c not in shared]
-            perm = [free.index(c) for c in output]
-            return lambda x, y: np.asarray(np.transpose(np.tensordot(x, y, axes), perm), order="C")
+            return Pairwise(a, b, output, shapes)
     return lambda *arrays: np.einsum(spec, *arrays)
+
+
+def _memory_order(sub: str, strides: tuple[int, ...]) -> str:
+    """The letters of ``sub`` from the largest stride to the smallest."""
+    return "".join(sorted(sub, key=lambda c: -abs(strides[sub.index(c)])))
+
+
+def _merged_stride(sub: str, shape: tuple[int, ...], strides: tuple[int, ...], group: str, itemsize: int):
+    """The stride of ``group``'s axes (in that order) merged into one without a copy, or None if they cannot be."""
+    axes = [sub.index(c) for c in group if shape[sub.index(c)] != 1]
+    if any(strides[i] != strides[j] * shape[j] for i, j in zip(axes, axes[1:])):
+        return None
+    return strides[axes[-1]] if axes else itemsize
+
+
+class Pairwise:
+    """A pairwise contraction as one matrix product, laid out to copy as little as possible.
+
+    Each operand is read as a matrix (free indices | shared ones), in place where its
+    strides allow BLAS to (one unit stride), else copied; the result, C-ordered, is
+    (free of x, free of y) from X·Y or (free of y, free of x) from Y·X, and is copied
+    only when that is not already the output's order. Among the orders of the free
+    and shared indices (the operands' memory orders or the output's) the layout that
+    copies the fewest elements is chosen, once per pair of strides.
+    """
+
+    __slots__ = ("a", "b", "output", "shapes", "_layouts")
+
+    def __init__(self, a: str, b: str, output: str, shapes: tuple[tuple[int, ...], ...]):
+        self.a, self.b, self.output, self.shapes = a, b, output, shapes
+        self._layouts: dict = {}
+
+    def __call__(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        key = (x.strides, y.strides)
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = self._layouts[key] = self._layout(x.strides, y.strides, x.itemsize)
+        perm_x, matrix_x, perm_y, matrix_y, y_first, result_shape, out_perm = layout
+        xm = x.transpose(perm_x).reshape(matrix_x)
+        ym = y.transpose(perm_y).reshape(matrix_y)
+        r = (ym @ xm.T if y_first else xm @ ym.T).reshape(result_shape)
+        return r if out_perm is None else np.ascontiguousarray(r.transpose(out_perm))
+
+    def _layout(self, strides_x: tuple[int, ...], strides_y: tuple[int, ...], itemsize: int) -> tuple:
+        a, b, out = self.a, self.b, self.output
+        (shape_x, shape_y), size = self.shapes, dict(zip(a + b, self.shapes[0] + self.shapes[1]))
+        shared = "".join(c for c in a if c in b)
+        free_x, free_y = "".join(c for c in out if c in a), "".join(c for c in out if c in b)
+
+        def matrix_cost(sub, shape, strides, free, inner):
+            """Elements copied to read the operand as the matrix (free | inner)."""
+            rows = _merged_stride(sub, shape, strides, free, itemsize)
+            cols = _merged_stride(sub, shape, strides, inner, itemsize)
+            in_place = rows is not None and cols is not None and itemsize in (rows, cols)
+            return 0 if in_place else math.prod(shape)
+
+        def letters(sub, strides, keep):
+            return [c for c in _memory_order(sub, strides) if c in keep]
+
+        best: tuple | None = None
+        inners = dict.fromkeys(("".join(letters(a, strides_x, shared)), "".join(letters(b, strides_y, shared))))
+        for order_x in dict.fromkeys((free_x, "".join(letters(a, strides_x, free_x)))):
+            for order_y in dict.fromkeys((free_y, "".join(letters(b, strides_y, free_y)))):
+                for inner in inners:
+                    for y_first in (False, True):
+                        result = order_y + order_x if y_first else order_x + order_y
+                        cost = (matrix_cost(a, shape_x, strides_x, order_x, inner)
+                                + matrix_cost(b, shape_y, strides_y, order_y, inner)
+                                + (0 if result == out else math.prod(size[c] for c in out)))
+                        if best is None or cost < best[0]:
+                            best = (cost, order_x, order_y, inner, y_first, result)
+        assert best is not None
+        _, order_x, order_y, inner, y_first, result = best
+        k = math.prod(size[c] for c in inner)
+        return (
+            [a.index(c) for c in order_x + inner], (math.prod(size[c] for c in order_x), k),
+            [b.index(c) for c in order_y + inner], (math.prod(size[c] for c in order_y), k),
+            y_first, tuple(size[c] for c in result),
+            None if result == out else [result.index(c) for c in out],
+        )
 
 
 @functools.lru_cache(maxsize=4096)

@@ -197,9 +197,9 @@ def _ancestors(roots: Iterable[EagerTensor]) -> list[Node]:
 
 def densify(s: "EagerSession", x: "EagerTensor | Embedded | Product") -> EagerTensor:
     """An Embedded cotangent or a Product tangent as an ordinary tensor."""
-    if type(x) is Embedded:
+    if isinstance(x, Embedded):
         return s.pad(x.block, x.shape, x.starts, x.strides)
-    if type(x) is Product:
+    if isinstance(x, Product):
         return s.einsum([x.left, x.right], "ij,jk->ik")
     return x
 
@@ -341,7 +341,7 @@ class TangentMemo:
     def _valid_below(self, seeds: Sequence[tuple[EagerTensor, EagerTensor]]) -> float:
         """The node id below which the stored tangents hold for ``seeds`` (checked): the oldest new seed's."""
         assert self._seeds is not None
-        return min((w._node.id for w, _ in seeds if tensor_key(w) not in self._seeds), default=math.inf)
+        return min((tensor_key(w)[0].id for w, _ in seeds if tensor_key(w) not in self._seeds), default=math.inf)
 
 
 def forward_sweep(
@@ -370,7 +370,7 @@ def forward_sweep(
     nodes = _ancestors(outs)
     filling = memo is not None and not memo.filled
     stored = memo._tangents if memo is not None and memo.filled else {}
-    valid_below = memo._valid_below(seeds) if stored else -1
+    valid_below = memo._valid_below(seeds) if memo is not None and stored else -1
     extents = {} if filling else _demanded(rules, nodes, outs)
     met = {tensor_key(o) for o in outs if tensor_key(o) in tans}
     for node in nodes:
@@ -380,6 +380,7 @@ def forward_sweep(
                     tans[(node, i)] = t
             met.update(tensor_key(x) for x in node.inputs if tensor_key(x) in tans)
             continue
+        out_ext: list[tuple | None]
         if filling:
             out_ext = [_whole(a.shape) for a in node.avals]
         else:
@@ -403,7 +404,7 @@ def forward_sweep(
         for i, t in enumerate(out_tans):
             if t is not None and out_ext[i] is not None:
                 tans[(node, i)] = accumulate(s, tans.get((node, i)), t)
-    if filling:
+    if memo is not None and filling:
         memo._fill(seeds, tans, nodes)
     results = [tans.get(tensor_key(o)) for o in outs]
     return [None if t is None else densify(s, t) for t in results], met

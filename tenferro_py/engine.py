@@ -128,7 +128,7 @@ def _call(kernel: Callable[..., Any], args: Sequence[Any], params: dict) -> tupl
     they are made read-only where they leave the library (``Tensor``).
     """
     out = kernel(*[a.result() if type(a) is Pending else a for a in args], **params)
-    return tuple(v if type(v) is np.ndarray else np.asarray(v) for v in out)
+    return tuple([v if type(v) is np.ndarray else np.asarray(v) for v in out])
 
 
 def _fulfil(future: Future, kernel: Callable[..., Any], args: Sequence[Any], params: dict) -> None:

@@ -46,7 +46,7 @@ class EagerSession:
     def bind(self, prim: "Primitive", *inputs: object, **params: object) -> tuple[EagerTensor, ...]:
         """Check, run and (when tracked) record one primitive; returns its outputs."""
         rt = self._rt
-        xs = tuple(x if type(x) is EagerTensor and x._rt is rt else self._rt.operand(prim.name, x) for x in inputs)
+        xs = tuple([x if type(x) is EagerTensor and x._rt is rt else rt.operand(prim.name, x) for x in inputs])
         in_avals = tuple([x._aval for x in xs])
         avals = prim.abstract(*in_avals, **params)
         values = self._engine.run(prim, [x._value for x in xs], params, in_avals, avals)

@@ -13,9 +13,10 @@ interface of :mod:`tenferro_py.rules`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Container, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -275,21 +276,28 @@ def reverse_sweep(
     return {k: cts[k] for k in met if k in cts}, met
 
 
+@functools.lru_cache(maxsize=1024)
 def _whole(shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """The box of a whole tensor (one object per shape, so that hulls with it are cheap)."""
     return tuple((0, n) for n in shape)
 
 
 def _hull(a: tuple | None, b: tuple) -> tuple:
     """The smallest box holding boxes a and b."""
-    if a is None:
+    if a is None or a is b:
         return b
     return tuple((min(lo, lo2), max(hi, hi2)) for (lo, hi), (lo2, hi2) in zip(a, b))
 
 
-def _demanded(rules: "RuleSet", nodes: list[Node], outs: Sequence[EagerTensor]) -> dict:
-    """Which box of each tensor the outputs' tangents depend on (absent: none of it)."""
+def _demanded(rules: "RuleSet", nodes: list[Node], outs: Sequence[EagerTensor], lent: Container[Node]) -> dict:
+    """Which box of each tensor the outputs' tangents depend on (absent: none of it).
+
+    Nodes whose tangents are ``lent`` (by a memo) need none of their inputs.
+    """
     extents = {tensor_key(o): _whole(o.shape) for o in outs}
     for node in reversed(nodes):
+        if node in lent:
+            continue
         out_ext = [extents.get((node, i)) for i in range(len(node.values))]
         if all(e is None for e in out_ext):
             continue
@@ -369,13 +377,15 @@ def forward_sweep(
         tans[tensor_key(w)] = accumulate(s, tans.get(tensor_key(w)), seed)
     nodes = _ancestors(outs)
     filling = memo is not None and not memo.filled
-    stored = memo._tangents if memo is not None and memo.filled else {}
-    valid_below = memo._valid_below(seeds) if memo is not None and stored else -1
-    extents = {} if filling else _demanded(rules, nodes, outs)
+    lent: dict[Node, tuple] = {}
+    if memo is not None and memo.filled:
+        valid_below = memo._valid_below(seeds)
+        lent = {node: t for node, t in memo._tangents.items() if node.id < valid_below}
+    extents = {} if filling else _demanded(rules, nodes, outs, lent)
     met = {tensor_key(o) for o in outs if tensor_key(o) in tans}
     for node in nodes:
-        if node.id < valid_below and node in stored:
-            for i, t in enumerate(stored[node]):
+        if node in lent:
+            for i, t in enumerate(lent[node]):
                 if t is not None:
                     tans[(node, i)] = t
             met.update(tensor_key(x) for x in node.inputs if tensor_key(x) in tans)

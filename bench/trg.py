@@ -6,12 +6,14 @@ prints medians and ratios:
   (b) tenferro_py's staged ``value_and_grad`` on ``CpuEngine`` of width ``--width``;
   (b1) the same at width 1 (only when --width > 1);
   (c) JAX ``jit(value_and_grad)`` of the same algorithm (bench/jax_trg.py), BLAS pinned to 1 thread,
-      when jax is importable.
-Agreement is checked (lnZ/N to 1e-12; JAX's gradient to 1e-9); a failed check exits 1.
+      when jax is importable;
+  (d) with ``--curvature``: the staged ``value_grad_and_curvature`` (value, gradient and c_ad by
+      forward over reverse) at the same width, and the ratio d/b.
+Agreement is checked (lnZ/N to 1e-12; JAX's gradient to 1e-9, (d)'s to 1e-12); a failed check exits 1.
 
 ``--scaling`` runs χ = 8, 16, 24, 32 each in a fresh subprocess and fits time ∝ χ^p.
 
-Usage: python bench/trg.py [--chi 16] [--steps 20] [--betas 0.4 0.5] [--repeats 5] [--width 1]
+Usage: python bench/trg.py [--chi 16] [--steps 20] [--betas 0.4 0.5] [--repeats 5] [--width 1] [--curvature]
        python bench/trg.py --scaling
 """
 
@@ -38,7 +40,7 @@ import opt_einsum  # noqa: E402
 from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
 import tenferro_py  # noqa: E402
-from ising_trg import schedule, value_and_grad  # noqa: E402
+from ising_trg import schedule, value_and_grad, value_grad_and_curvature  # noqa: E402
 from tenferro_py import CpuEngine, Pool  # noqa: E402
 
 LNZ_TOL, GRAD_TOL = 1e-12, 1e-9
@@ -93,6 +95,12 @@ def tenferro_runner(ks: Sequence[int], width: int) -> Callable[[float], tuple[fl
     """(b): the example's staged value_and_grad on an engine of the given width."""
     engine = CpuEngine(Pool.builder().threads(width).build())
     return lambda beta: value_and_grad(beta, ks, engine)
+
+
+def curvature_runner(ks: Sequence[int], width: int) -> Callable[[float], tuple[float, float, float]]:
+    """(d): the example's value_grad_and_curvature (forward over reverse) on an engine of the given width."""
+    engine = CpuEngine(Pool.builder().threads(width).build())
+    return lambda beta: value_grad_and_curvature(beta, ks, engine)
 
 
 def jax_runner(ks: Sequence[int]) -> tuple[Callable[[float], tuple[float, float]], str] | None:
@@ -167,6 +175,8 @@ def compare(args: argparse.Namespace) -> int:
     runners: dict[str, Callable] = {"a": floor_runner(ks), "b": tenferro_runner(ks, args.width)}
     if args.width > 1:
         runners["b1"] = tenferro_runner(ks, 1)
+    if args.curvature:
+        runners["d"] = curvature_runner(ks, args.width)
     jax = jax_runner(ks)
     print(header(args))  # after importing jax: threadpool_info then lists any BLAS it loaded
     if jax is None:
@@ -176,7 +186,8 @@ def compare(args: argparse.Namespace) -> int:
         print(f"# (c) {description}")
     print("# a = NumPy forward floor (1 BLAS thread), b = tenferro_py staged value_and_grad "
           f"(width {args.width}){', b1 = same at width 1' if 'b1' in runners else ''}"
-          f"{', c = JAX jit(value_and_grad) (1 BLAS thread)' if 'c' in runners else ''}", flush=True)
+          f"{', c = JAX jit(value_and_grad) (1 BLAS thread)' if 'c' in runners else ''}"
+          f"{', d = value_grad_and_curvature (same width)' if 'd' in runners else ''}", flush=True)
     ok = True
     ratios: dict[str, list[float]] = {}
     for beta in args.betas:
@@ -185,9 +196,11 @@ def compare(args: argparse.Namespace) -> int:
         checks = [("a", abs(results["a"] - lnz), None)]
         if "c" in results:
             checks.append(("c", abs(results["c"][0] - lnz), abs(results["c"][1] - grad)))
+        if "d" in results:
+            checks.append(("d", abs(results["d"][0] - lnz), abs(results["d"][1] - grad)))
         notes = []
         for name, d_lnz, d_grad in checks:
-            good = d_lnz <= LNZ_TOL and (d_grad is None or d_grad <= GRAD_TOL)
+            good = d_lnz <= LNZ_TOL and (d_grad is None or d_grad <= (GRAD_TOL if name == "c" else LNZ_TOL))
             ok &= good
             text = f"|{name}-b| lnZ/N {d_lnz:.1e}" + ("" if d_grad is None else f" grad {d_grad:.1e}")
             notes.append(text + (" ok" if good else " MISMATCH"))
@@ -196,6 +209,8 @@ def compare(args: argparse.Namespace) -> int:
             row[f"b({args.width})/b(1)"] = med["b"] / med["b1"]
         if "c" in med:
             row["b/c"] = med["b"] / med["c"]
+        if "d" in med:
+            row["d/b"] = med["d"] / med["b"]
         for key, value in row.items():
             ratios.setdefault(key, []).append(value)
         times = " ".join(f"{name}={med[name] * 1e3:.1f}" for name in runners)
@@ -293,6 +308,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--betas", type=pos_float, nargs="+", default=[0.4, 0.5], help="inverse temperatures")
     p.add_argument("--repeats", type=pos_int, default=5, help="timed rounds per beta (default 5)")
     p.add_argument("--width", type=pos_int, default=1, help="CpuEngine width of (b) (default 1)")
+    p.add_argument("--curvature", action="store_true", help="also time value_grad_and_curvature (d) and d/b")
     p.add_argument("--scaling", action="store_true", help=f"time chi, steps = {list(SCALING_POINTS)}")
     p.add_argument("--one-scaling-point", type=pos_int, nargs=2, metavar=("CHI", "STEPS"),
                    help="internal: one point of --scaling")

@@ -169,17 +169,19 @@ def _svd_jvp(s, tangents, primals, outputs, extents, derivative_eps):
     uk, sk, vtk = _columns(s, u, kk, 1), _columns(s, sv, kk, 0), _columns(s, vt, kk, 0)
     lift = lambda x: lift_real(s, x, a)  # noqa: E731
     dp_left = s.einsum([cj(s, u), da, cj(s, vtk)], "ai,ab,jb->ij")  # (Uᴴ dA V)[:, :kk]
-    if kk == k:
-        dp_top_h = s.transpose(cj(s, dp_left), (1, 0))
-    else:
-        dp_top_h = s.einsum([uk, cj(s, da), vt], "aj,ab,ib->ij")  # (Uᴴ dA V)[:kk, :]ᴴ
+    dp_top_h = None if kk == k else s.einsum([uk, cj(s, da), vt], "aj,ab,ib->ij")  # (Uᴴ dA V)[:kk, :]ᴴ
+
+    def plus_mirror(x, mirror):
+        """x + its mirror term: xᴴ when all of dP is at hand (S dPᴴ = (dP S)ᴴ), else ``mirror()``."""
+        return s.add(x, s.transpose(cj(s, x), (1, 0)) if dp_top_h is None else mirror())
+
     f_cols = lift(broadened_f(s, sv, eps, kk))
     s_rows = lift(s.broadcast_in_dim(sv, (k, kk), (0,)))  # s_i
     s_cols = lift(s.broadcast_in_dim(sk, (k, kk), (1,)))  # s_j, j < kk
     dp_head = _columns(s, dp_left, kk, 0)
     du = ds = dvt = None
     if extents[0] is not None:  # U F∘(dP S + S dPᴴ) (+ phase), + (I − UUᴴ) dA V S⁻¹ when tall
-        ju = s.mul(f_cols, s.add(s.mul(dp_left, s_cols), s.mul(s_rows, dp_top_h)))
+        ju = s.mul(f_cols, plus_mirror(s.mul(dp_left, s_cols), lambda: s.mul(s_rows, dp_top_h)))
         phase = _phase_term(s, dp_head, sk, eps)
         if phase is not None:
             ju = s.add(ju, s.transpose(_on_diagonal(s, phase, k), (1, 0)))
@@ -193,9 +195,10 @@ def _svd_jvp(s, tangents, primals, outputs, extents, derivative_eps):
     if extents[1] is not None:  # Re diag(dP)
         ds = _extend(s, s.real(s.einsum([dp_head], "ii->i")), k, 0)
     if extents[2] is not None:  # (V F∘(S dP + dPᴴ S))ᴴ, + S⁻¹ Uᴴ dA (I − VVᴴ) when wide
-        jv_h = s.transpose(cj(s, s.mul(f_cols, s.add(s.mul(s_rows, dp_left), s.mul(dp_top_h, s_cols)))), (1, 0))
+        jv = s.mul(f_cols, plus_mirror(s.mul(s_rows, dp_left), lambda: s.mul(dp_top_h, s_cols)))
+        jv_h = s.transpose(cj(s, jv), (1, 0))
         if n > k:
-            dp_top = s.transpose(cj(s, dp_top_h), (1, 0))
+            dp_top = dp_left if dp_top_h is None else s.transpose(cj(s, dp_top_h), (1, 0))
             rest = s.sub(s.einsum([cj(s, uk), da], "ai,ab->ib"), s.einsum([dp_top, vt], "ij,jb->ib"))
             rest = s.einsum([lift(broadened_inverse(s, sk, eps)), rest], "i,ib->ib")
             dvt = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), rest)

@@ -172,7 +172,7 @@ class Product(NamedTuple):
     The SVD's JVP gives dU = U·J and dVᴴ = J'·Vᴴ so: what reads them (the SVD's own
     VJP, under forward-over-reverse) mostly contracts them to thin matrices, which
     then costs O(m K k) instead of the O(m K²) of forming them. Rules that know
-    this structure (einsum, slice, transpose) carry it; others get it multiplied out.
+    this structure (einsum, slice, transpose, conj) carry it; others get it multiplied out.
     """
 
     left: EagerTensor

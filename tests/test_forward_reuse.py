@@ -1,5 +1,5 @@
 """Forward mode's two economies: the SVD's factored tangents (dU = U·J kept as a
-Product through slice, transpose and einsum) and TangentMemo (a step's tangents
+Product through slice, transpose, conj and einsum) and TangentMemo (a step's tangents
 lent to the jvp of its recorded pullback). Both must give what plain forward mode
 gives, and a memo must refuse seeds it was not filled along.
 """

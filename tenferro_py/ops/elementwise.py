@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 from ..rules import RuleSet
-from ..tape import accumulate
+from ..tape import Product, accumulate
 from ..tensor import Aval, Tensor, is_real_number
 
 RULES = RuleSet()
@@ -152,12 +152,19 @@ def _zeros_like(s, x):
     return s.zeros(x.shape, x.dtype)
 
 
+def _conj_jvp(s, tangents, primals, outputs):
+    """conj of the tangent; of a Product, the product of the conjugated factors."""
+    (t,) = tangents
+    return (Product(s.conj(t.left), s.conj(t.right)) if type(t) is Product else s.conj(t),)
+
+
 conj = RULES.define(
     "conj",
     same_aval,
     lambda x: (np.conj(x),),
-    jvp=lambda s, t, p, o: (s.conj(t[0]),),
+    jvp=_conj_jvp,
     vjp=lambda s, c, p, o, needs: (s.conj(c[0]),),
+    factored_tangents=True,
 )
 
 

@@ -41,6 +41,13 @@ def test_value_and_gradient_of_curvature_sweep_are_the_plain_sweeps():
     assert (lnz, grad) == ising_trg.value_and_grad(0.41, SMALL)
 
 
+def test_c_ad_is_bitwise_the_same_at_width_2():
+    """Memos hold pending tangents on a wide engine (256×256 SVDs go to its workers); every bit must agree."""
+    ks = ising_trg.schedule(16, 6)
+    wide = ising_trg.CpuEngine(ising_trg.Pool.builder().threads(2).build())
+    assert ising_trg.value_grad_and_curvature(0.43, ks, wide) == ising_trg.value_grad_and_curvature(0.43, ks)
+
+
 def _guard(beta, h, c_ad=None):
     below, above = [], []
     m = (*ising_trg.value_and_grad(beta - h, SMALL, spectra=below), below)

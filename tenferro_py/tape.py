@@ -332,6 +332,7 @@ class TangentMemo:
 
     @property
     def filled(self) -> bool:
+        """True once a jvp has filled it."""
         return self._seeds is not None
 
     def _fill(self, seeds: Sequence[tuple[EagerTensor, EagerTensor]], tans: dict, visited: list[Node]) -> None:

@@ -172,10 +172,10 @@ def value_grad_and_curvature(
     """(lnZ/N, d/dβ, d²/dβ²) by forward-over-reverse through the staged sweep, step by step.
 
     A tangent of each T_i comes from the staged forward (Ṫ_{i+1} = jvp of the step
-    along Ṫ_i); each step's reverse part (its two vjps, the running cotangent a
-    fresh leaf) is recorded, and its jvp along (Ṫ_i, tangent of the running
-    cotangent) gives the tangent of the next cotangent; then to β. No finite
-    difference, and no graph longer than one step.
+    along Ṫ_i, its tangents kept in a memo); each step's two vjps are taken with
+    their jvp along (Ṫ_i, tangent of the running cotangent) in one pass
+    (``vjp_jvp``), which gives the tangent of the next cotangent; then to β. No
+    finite difference, and no graph longer than one step.
     """
     rt, eng = _setup(runtime, engine)
     n = len(ks)
@@ -186,21 +186,18 @@ def value_grad_and_curvature(
         t_dots = [rt.jvp(eng, fw.t0, b, Tensor.scalar(1.0))]
         for (leaf, t_next, _), memo in zip(fw.stages, memos):
             t_dots.append(rt.jvp(eng, t_next, leaf, t_dots[-1], memo=memo))
-    ct = rt.vjp(eng, fw.ln_tr, fw.last, Tensor.scalar(2.0**-n))
     with rt.no_grad():
-        ct_dot = rt.jvp(eng, ct, fw.last, t_dots[n])
-    for i in reversed(range(n)):
-        leaf, t_next, ln_norm = fw.stages[i]
-        ct_in = rt.variable_from(ct)
-        through_t = rt.vjp(eng, t_next, leaf, ct_in)
-        through_norm = rt.vjp(eng, ln_norm, leaf, Tensor.scalar(2.0 ** (n - i) * 2.0**-n))
-        ct = rt.with_eager_session(eng, lambda s: s.add(through_t, through_norm))
-        with rt.no_grad():
-            ct_dot = rt.jvp(eng, ct, [leaf, ct_in], [t_dots[i], ct_dot], memo=memos.pop())
-    ct_in = rt.variable_from(ct)
-    grad = rt.vjp(eng, fw.t0, b, ct_in)
-    with rt.no_grad():
-        curvature = rt.jvp(eng, grad, [b, ct_in], [Tensor.scalar(1.0), ct_dot])
+        ct, ct_dot = rt.vjp_jvp(eng, fw.ln_tr, fw.last, Tensor.scalar(2.0**-n), t_dots[n], None)
+        for i in reversed(range(n)):
+            leaf, t_next, ln_norm = fw.stages[i]
+            memo = memos.pop()
+            through_t, through_t_dot = rt.vjp_jvp(eng, t_next, leaf, ct, t_dots[i], ct_dot, memo=memo)
+            coef = Tensor.scalar(2.0 ** (n - i) * 2.0**-n)
+            through_norm, through_norm_dot = rt.vjp_jvp(eng, ln_norm, leaf, coef, t_dots[i], None, memo=memo)
+            ct, ct_dot = rt.with_eager_session(
+                eng, lambda s: (s.add(through_t, through_norm), s.add(through_t_dot, through_norm_dot))
+            )
+        grad, curvature = rt.vjp_jvp(eng, fw.t0, b, ct, Tensor.scalar(1.0), ct_dot)
     return fw.lnz, grad.item(), curvature.item()
 
 

@@ -15,8 +15,8 @@ from .engine import CpuEngine
 from .errors import DTypeMismatch, InvalidArgument, NonScalarGrad, NotReachable, RuntimeMismatch, ShapeMismatch
 from .ops import CORE_RULES
 from .rules import RuleSet
-from .session import EagerSession
-from .tape import EagerTensor, Leaf, TangentMemo, densify, forward_sweep, reverse_sweep, tensor_key
+from .session import EagerSession, TangentSession
+from .tape import EagerTensor, Leaf, TangentMemo, densify, forward_sweep, push_tangents, reverse_sweep, tensor_key
 from .tensor import Aval, Tensor
 
 R = TypeVar("R")
@@ -274,6 +274,46 @@ class EagerRuntime:
     ) -> EagerTensor | None:
         """As :meth:`jvp`, with None where no ``wrt`` reaches ``out``."""
         return self._jvp("jvp_optional", engine, out, wrt, tan, True, memo)
+
+    def vjp_jvp(
+        self, engine: CpuEngine, out: EagerTensor, wrt: Any, cot: "Tensor | EagerTensor", wrt_tangent: Any,
+        cot_tangent: "Tensor | EagerTensor | None", memo: TangentMemo | None = None,
+    ) -> tuple[Any, Any]:
+        """(the vjp of ``cot`` through ``out`` to ``wrt``, its jvp) in one pass that records nothing.
+
+        The jvp is along ``wrt_tangent`` (one per wrt) and ``cot_tangent`` (None: zero):
+        the numbers of ``jvp`` of a recorded ``vjp``, without the recording and the
+        second sweep. The pullback reads tensors between wrt and out, whose whole
+        tangents are computed first, or lent by ``memo`` (see :meth:`jvp`).
+        """
+        op = "vjp_jvp"
+        out = self.check_owned(op, out)
+        targets, many = self._wrt_list(op, wrt)
+        cot = self._direction(op, "a cotangent", cot, out)
+        directions = list(wrt_tangent) if many else [wrt_tangent]
+        if len(directions) != len(targets):
+            raise InvalidArgument(op, f"{len(targets)} tangents (one per wrt)", f"{len(directions)}")
+        seeds = [(w, self._direction(op, "a tangent", t, w)) for w, t in zip(targets, directions) if w.is_tracked]
+        cot_dot = None if cot_tangent is None else self._direction(op, "a cotangent's tangent", cot_tangent, out)
+        if memo is not None:
+            if not isinstance(memo, TangentMemo):
+                raise InvalidArgument(op, "memo: a TangentMemo", type(memo).__name__)
+            memo.check(op, seeds)
+        with self._session(engine) as s:
+            tangents, _ = push_tangents(s, self._ad.rules, [out], seeds, memo, whole=True)
+            dual = TangentSession(self, engine, tangents)
+            if cot_dot is not None:
+                dual.set_tangent(cot, cot_dot)
+            cts, met = reverse_sweep(dual, self._ad.rules, [(out, cot)], targets)
+            results, results_dot = [], []
+            for w in targets:
+                key = tensor_key(w)
+                if w._node is None or key not in met:
+                    self._unreached(op, w, False)
+                ct = densify(dual, cts[key]) if key in cts else s.zeros(w.shape, w.dtype)
+                results.append(ct)
+                results_dot.append(dual.dense_tangent(ct))
+        return (results, results_dot) if many else (results[0], results_dot[0])
 
     def _backward(self, out: EagerTensor, seed: Any, engine: CpuEngine | None) -> None:
         """Stateful reverse sweep: slot = existing + incoming for every reachable variable."""

@@ -13,11 +13,11 @@ import numpy.typing as npt
 
 from . import einsum as _einsum
 from . import linalg as _linalg
-from .errors import InvalidArgument
+from .errors import InvalidArgument, Unsupported
 from .ops import elementwise as _ew
 from .ops import structural as _st
 from .ops.structural import SliceConfig
-from .tape import EagerTensor, Node
+from .tape import EagerTensor, Node, Product, call_jvp, densify, tensor_key, whole_box
 from .tensor import Tensor, check_shape
 
 if TYPE_CHECKING:
@@ -206,3 +206,57 @@ class EagerSession:
             derivative_eps = _linalg.check_derivative_eps("eigh", derivative_eps)
         w, v = self.bind(_linalg.eigh_p, x, derivative_eps=derivative_eps)
         return w, v
+
+
+class TangentSession(EagerSession):
+    """A session that carries a tangent along every op it runs: forward mode as the ops happen.
+
+    Each op's tangent comes from its JVP rule, run in a plain session on the same
+    engine, from the tangents of its inputs: those made in this session, or those
+    given at the start (``tangents``: by tensor key, absent meaning zero). Running a
+    pullback here gives the pullback and its jvp in one pass, without recording it.
+    """
+
+    __slots__ = ("_plain", "_tangents")
+
+    def __init__(self, runtime: "EagerRuntime", engine: "CpuEngine", tangents: dict):
+        super().__init__(runtime, engine)
+        self._plain = EagerSession(runtime, engine)
+        self._tangents: dict = dict(tangents)  # key -> tangent, or (tensor, tangent) for an untracked tensor
+
+    @staticmethod
+    def _key(x: EagerTensor) -> object:
+        return tensor_key(x) if x._node is not None else id(x)
+
+    def tangent(self, x: EagerTensor) -> "EagerTensor | Product | None":
+        """x's tangent (None: zero); a Product stays factored."""
+        found = self._tangents.get(self._key(x))
+        return found[1] if x._node is None and found is not None else found
+
+    def set_tangent(self, x: EagerTensor, tangent: "EagerTensor | Product") -> None:
+        """Give x (made elsewhere) a tangent."""
+        self._tangents[self._key(x)] = tangent if x._node is not None else (x, tangent)
+
+    def dense_tangent(self, x: EagerTensor) -> EagerTensor:
+        """x's tangent as an ordinary tensor (zeros for a symbolic zero)."""
+        t = self.tangent(x)
+        return self._plain.zeros(x.shape, x.dtype) if t is None else densify(self._plain, t)
+
+    def bind(self, prim: "Primitive", *inputs: object, **params: object) -> tuple[EagerTensor, ...]:
+        outs = super().bind(prim, *inputs, **params)
+        xs = [x if type(x) is EagerTensor else self._rt.operand(prim.name, x) for x in inputs]
+        tangents: list = [self.tangent(x) for x in xs]
+        if all(t is None for t in tangents):
+            return outs
+        rule = self._rt.ad_context.rules.get(prim.name)
+        if rule is None:
+            raise Unsupported("jvp", f"an AD rule for {prim.name!r} in the runtime's AdContext", "none")
+        for i, (x, t) in enumerate(zip(xs, tangents)):
+            if type(t) is Product and not rule.factored_tangents:
+                tangents[i] = densify(self._plain, t)
+                self.set_tangent(x, tangents[i])
+        extents = [whole_box(o.shape) for o in outs]
+        for o, t in zip(outs, call_jvp(self._plain, rule, tangents, tuple(xs), outs, extents, params)):
+            if t is not None:
+                self.set_tangent(o, t)
+        return outs

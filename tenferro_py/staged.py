@@ -15,10 +15,11 @@ stages by hand:
 * ``value_and_jvp``, forward: ẋ_{i+1} = jvp(x_{i+1}; ẋ_i), and L̇ sums the sides'
   tangents with their coefficients. It keeps no stage behind it, so its memory does
   not grow with the chain.
-* ``value_grad_and_curvature``, forward over reverse: the reverse sweep with each
-  stage's running cotangent a fresh leaf, so each step's jvp along (ẋ_i, tangent of
-  the cotangent) gives the tangent of the next; its end is H·θ̇ (d²L/dθ² for a
-  scalar θ and θ̇ = 1).
+* ``value_grad_and_curvature``, forward over reverse: the reverse sweep with, per
+  stage, the jvp of its pullbacks along (ẋ_i, tangent of the running cotangent),
+  taken in the same pass (``vjp_jvp``, the stage's forward tangents lent by its
+  ``TangentMemo``), which gives the tangent of the next cotangent; its end is H·θ̇
+  (d²L/dθ² for a scalar θ and θ̇ = 1).
 
 The reverse sweeps keep every stage's graph (its residuals, the SVDs say) from
 the forward, unless ``checkpoint`` says otherwise: ``"stage"`` keeps only each
@@ -226,23 +227,24 @@ class Program:
         fw = self._forward(rt, eng, param, seed, self._segment_length(op, checkpoint))
 
         def pull(i: int, run: _StageRun, cts: tuple[EagerTensor, EagerTensor]) -> tuple[EagerTensor, EagerTensor]:
-            """(x̄_{i+1}, its tangent) -> (x̄_i, its tangent): the pullback recorded with x̄_{i+1} a leaf."""
-            ct_in = rt.variable_from(cts[0])
-            ct = self._pullback(rt, eng, i, run, ct_in)
+            """(x̄_{i+1}, its tangent) -> (x̄_i, its tangent): the stage's pullbacks and their jvps, one pass each."""
+            (ct, ct_dot), memo = cts, run.memo
             with rt.no_grad():
-                ct_dot = rt.jvp(eng, ct, [run.leaf, ct_in], [run.tangent, cts[1]], memo=run.memo)
-            return rt.constant_from(ct), ct_dot  # values only: the stage's graph may go
+                through_x, through_x_dot = rt.vjp_jvp(eng, run.out, run.leaf, ct, run.tangent, ct_dot, memo=memo)
+                if run.side is None:
+                    return through_x, through_x_dot
+                coef = _scalar_like(self.stages[i].coef, run.side)
+                through_side, through_side_dot = rt.vjp_jvp(eng, run.side, run.leaf, coef, run.tangent, None, memo=memo)
+                return rt.with_eager_session(
+                    eng, lambda s: (s.add(through_x, through_side), s.add(through_x_dot, through_side_dot))
+                )
 
-        ct = rt.vjp(eng, fw.readout, fw.last, _scalar_like(self.readout_coef, fw.readout))
         with rt.no_grad():
-            ct_dot = rt.jvp_optional(eng, ct, fw.last, fw.last_tangent)  # None: the readout is linear
-        if ct_dot is None:
-            ct_dot = rt.constant_from(Tensor(np.zeros(ct.shape, ct.dtype)))
-        ct, ct_dot = self._fold_back(rt, eng, fw, (ct, ct_dot), pull)
-        ct_in = rt.variable_from(ct)
-        grad = rt.vjp(eng, fw.x0, param, ct_in)
+            coef = _scalar_like(self.readout_coef, fw.readout)
+            cts = rt.vjp_jvp(eng, fw.readout, fw.last, coef, fw.last_tangent, None)
+        ct, ct_dot = self._fold_back(rt, eng, fw, cts, pull)
         with rt.no_grad():
-            curvature = rt.jvp(eng, grad, [param, ct_in], [seed, ct_dot])
+            grad, curvature = rt.vjp_jvp(eng, fw.x0, param, ct, seed, ct_dot)
         return ValueGradAndCurvature(fw.value, grad.value(), curvature.value())
 
     # --- pieces -------------------------------------------------------------------------

@@ -277,7 +277,7 @@ def reverse_sweep(
 
 
 @functools.lru_cache(maxsize=1024)
-def _whole(shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+def whole_box(shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     """The box of a whole tensor (one object per shape, so that hulls with it are cheap)."""
     return tuple((0, n) for n in shape)
 
@@ -294,7 +294,7 @@ def _demanded(rules: "RuleSet", nodes: list[Node], outs: Sequence[EagerTensor], 
 
     Nodes whose tangents are ``lent`` (by a memo) need none of their inputs.
     """
-    extents = {tensor_key(o): _whole(o.shape) for o in outs}
+    extents = {tensor_key(o): whole_box(o.shape) for o in outs}
     for node in reversed(nodes):
         if node in lent:
             continue
@@ -305,7 +305,7 @@ def _demanded(rules: "RuleSet", nodes: list[Node], outs: Sequence[EagerTensor], 
         if rule is not None and rule.demand is not None:
             in_ext = tuple(rule.demand(out_ext, node.inputs, **node.params))
         else:
-            in_ext = tuple(_whole(x.shape) for x in node.inputs)
+            in_ext = tuple(whole_box(x.shape) for x in node.inputs)
         for x, e in zip(node.inputs, in_ext):
             if e is not None and x._node is not None:
                 extents[tensor_key(x)] = _hull(extents.get(tensor_key(x)), e)
@@ -362,16 +362,41 @@ def forward_sweep(
 ) -> tuple[list, set]:
     """Push tangents from (input, tangent) pairs forward to ``outs``.
 
+    Returns the tangent of each output (None for a symbolic zero) and the set of
+    seed keys that reach some output; see :func:`push_tangents`.
+    """
+    tans, met = push_tangents(s, rules, outs, seeds, memo)
+    results = [tans.get(tensor_key(o)) for o in outs]
+    return [None if t is None else densify(s, t) for t in results], met
+
+
+def call_jvp(s: "EagerSession", rule: Any, tangents: Sequence, primals: Sequence, outputs: Sequence,
+             extents: Sequence, params: dict) -> tuple:
+    """One op's output tangents by its JVP rule, told the demanded extents if it asks for them."""
+    if rule.jvp_extents:
+        return rule.jvp(s, tangents, primals, outputs, extents, **params)
+    return rule.jvp(s, tangents, primals, outputs, **params)
+
+
+def push_tangents(
+    s: "EagerSession",
+    rules: "RuleSet",
+    outs: Sequence[EagerTensor],
+    seeds: Sequence[tuple[EagerTensor, EagerTensor]],
+    memo: TangentMemo | None = None,
+    whole: bool = False,
+) -> tuple[dict, set]:
+    """The tangents of the tensors between ``seeds`` and ``outs``, by tensor key (absent: zero).
+
     Seeds of one tensor add up, and a seeded intermediate also receives what
     flows into it from seeded ancestors (the transpose of :func:`reverse_sweep`).
     Only what the outputs depend on is computed: unused outputs get no
-    tangent, and rules that can (the SVD's) compute only the demanded box.
-    An empty ``memo`` is filled instead with the whole tangent of every tensor
-    on the way; a filled one supplies the tangents it holds (see
-    :class:`TangentMemo`). Returns the tangent of each output (None for a
-    symbolic zero) and the set of seed keys that reach some output. Tangents
-    that are a :class:`Product` are multiplied out once, for the first rule that
-    does not take them as they are.
+    tangent, and rules that can (the SVD's) compute only the demanded box,
+    unless ``whole``. An empty ``memo`` is filled with the whole tangent of
+    every tensor on the way; a filled one supplies the tangents it holds (see
+    :class:`TangentMemo`). Tangents that are a :class:`Product` are multiplied
+    out once, for the first rule that does not take them as they are. Also
+    returns the set of seed keys that reach some output.
     """
     tans: dict = {}
     for w, seed in seeds:
@@ -382,7 +407,8 @@ def forward_sweep(
     if memo is not None and memo.filled:
         valid_below = memo._valid_below(seeds)
         lent = {node: t for node, t in memo._tangents.items() if node.id < valid_below}
-    extents = {} if filling else _demanded(rules, nodes, outs, lent)
+    whole = whole or filling
+    extents = {} if whole else _demanded(rules, nodes, outs, lent)
     met = {tensor_key(o) for o in outs if tensor_key(o) in tans}
     for node in nodes:
         if node in lent:
@@ -392,8 +418,8 @@ def forward_sweep(
             met.update(tensor_key(x) for x in node.inputs if tensor_key(x) in tans)
             continue
         out_ext: list[tuple | None]
-        if filling:
-            out_ext = [_whole(a.shape) for a in node.avals]
+        if whole:
+            out_ext = [whole_box(a.shape) for a in node.avals]
         else:
             out_ext = [extents.get((node, i)) for i in range(len(node.values))]
         if all(e is None for e in out_ext):
@@ -407,15 +433,10 @@ def forward_sweep(
                 met.add(tensor_key(x))
                 if type(t) is Product and not rule.factored_tangents:
                     in_tans[i] = tans[tensor_key(x)] = densify(s, t)
-        outputs = output_tensors(s.runtime, node)
-        if rule.jvp_extents:
-            out_tans = rule.jvp(s, in_tans, node.inputs, outputs, out_ext, **node.params)
-        else:
-            out_tans = rule.jvp(s, in_tans, node.inputs, outputs, **node.params)
+        out_tans = call_jvp(s, rule, in_tans, node.inputs, output_tensors(s.runtime, node), out_ext, node.params)
         for i, t in enumerate(out_tans):
             if t is not None and out_ext[i] is not None:
                 tans[(node, i)] = accumulate(s, tans.get((node, i)), t)
     if memo is not None and filling:
         memo._fill(seeds, tans, nodes)
-    results = [tans.get(tensor_key(o)) for o in outs]
-    return [None if t is None else densify(s, t) for t in results], met
+    return tans, met

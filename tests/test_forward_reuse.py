@@ -1,7 +1,8 @@
-"""Forward mode's two economies: the SVD's factored tangents (dU = U·J kept as a
-Product through slice, transpose, conj and einsum) and TangentMemo (a step's tangents
-lent to the jvp of its recorded pullback). Both must give what plain forward mode
-gives, and a memo must refuse seeds it was not filled along.
+"""Forward mode's economies: the SVD's factored tangents (dU = U·J kept as a Product
+through slice, transpose, conj and einsum), TangentMemo (a step's tangents lent to the
+jvp of its pullback) and vjp_jvp (a pullback and its jvp in one pass, nothing
+recorded). Each must give what plain forward mode, or the jvp of a recorded vjp,
+gives; a memo must refuse seeds it was not filled along.
 """
 
 import numpy as np
@@ -155,3 +156,101 @@ def test_memo_refuses_other_seeds(rt, eng, rng):
             rt.jvp_optional(eng, out, y, other, memo=memo)  # x's seed missing
         with pytest.raises(tf.InvalidArgument, match="jvp: expected memo: a TangentMemo, got dict"):
             rt.jvp(eng, out, x, dx, memo={})
+
+
+# --- vjp_jvp: a pullback and its jvp in one pass ---------------------------------------------
+
+
+def random(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    return x + 1j * rng.standard_normal(shape) if np.dtype(dtype).kind == "c" else x
+
+
+def recorded(rt, eng, f, x, x_dot, ct, ct_dot):
+    """jvp of a recorded vjp: the composition vjp_jvp must reproduce."""
+    y = rt.with_eager_session(eng, lambda s: f(s, x))
+    ct_in = rt.variable_from(ct)
+    pulled = rt.vjp(eng, y, x, ct_in)
+    with rt.no_grad():
+        return pulled.value().to_numpy(), rt.jvp(eng, pulled, [x, ct_in], [x_dot, ct_dot]).value().to_numpy()
+
+
+@pytest.mark.parametrize("use_memo", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_vjp_jvp_is_the_jvp_of_the_recorded_vjp(rt, eng, rng, use_memo, dtype):
+    a = well_separated(rng, (4, 4))
+    f = step if dtype is np.float64 else full_factor_reads
+    if dtype is np.complex128:
+        a = a + 1j * well_separated(rng, (4, 4))
+    x = rt.variable_from(tf.Tensor(a))
+    y = rt.with_eager_session(eng, lambda s: f(s, x))
+    x_dot, ct, ct_dot = (tf.Tensor(random(rng, shape, dtype)) for shape in (a.shape, y.shape, y.shape))
+    memo = TangentMemo() if use_memo else None
+    with rt.no_grad():
+        if memo is not None:
+            rt.jvp(eng, y, x, x_dot, memo=memo)
+        got, got_dot = rt.vjp_jvp(eng, y, x, ct, x_dot, ct_dot, memo=memo)
+    want, want_dot = recorded(rt, eng, f, x, x_dot, ct, ct_dot)
+    np.testing.assert_allclose(got.value().to_numpy(), want, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(got_dot.value().to_numpy(), want_dot, rtol=1e-12, atol=1e-13)
+
+
+def test_vjp_jvp_matches_central_differences_of_the_vjp(rt, eng, rng):
+    a = well_separated(rng, (5, 5))
+    x_dot, ct, ct_dot = rng.standard_normal((5, 5)), rng.standard_normal((5, 2)), rng.standard_normal((5, 2))
+
+    def pullback(point, cot):
+        xv = rt.variable_from(tf.Tensor(point))
+        y = rt.with_eager_session(eng, lambda s: step5(s, xv))
+        return rt.vjp(eng, y, xv, tf.Tensor(cot)).value().to_numpy()
+
+    x = rt.variable_from(tf.Tensor(a))
+    y = rt.with_eager_session(eng, lambda s: step5(s, x))
+    _, got = rt.vjp_jvp(eng, y, x, tf.Tensor(ct), tf.Tensor(x_dot), tf.Tensor(ct_dot))
+    h = 1e-6
+    fd = (pullback(a + h * x_dot, ct + h * ct_dot) - pullback(a - h * x_dot, ct - h * ct_dot)) / (2 * h)
+    np.testing.assert_allclose(got.value().to_numpy(), fd, rtol=1e-6, atol=1e-7)
+
+
+def step5(s, t):
+    """step on a 5×5 matrix (factors kept to 2)."""
+    u, sv, vt = s.svd(t)
+    root = s.broadcast_in_dim(s.sqrt(s.slice(sv, SliceConfig([0], [2]))), (5, 2), (1,))
+    left = s.mul(cols(s, u, 0, 2), root)
+    right = s.mul(s.transpose(s.slice(vt, SliceConfig([0, 0], [2, 5])), (1, 0)), root)
+    return s.einsum([left, right, left], "ai,bi,bj->aj")
+
+
+def test_vjp_jvp_of_several_inputs_and_a_zero_cotangent_tangent(rt, eng, rng):
+    x = rt.variable_from(tf.Tensor(rng.standard_normal(3)))
+    w = rt.variable_from(tf.Tensor(rng.standard_normal(3)))
+    y = rt.with_eager_session(eng, lambda s: s.mul(s.exp(x), w))
+    dxv, dwv, c = (rng.standard_normal(3) for _ in range(3))
+    (gx, gw), (gx_dot, gw_dot) = rt.vjp_jvp(eng, y, [x, w], tf.Tensor(c), [tf.Tensor(dxv), tf.Tensor(dwv)], None)
+    e, wv = np.exp(x.value().to_numpy()), w.value().to_numpy()
+    np.testing.assert_allclose(gx.value().to_numpy(), c * e * wv, rtol=1e-14)
+    np.testing.assert_allclose(gw.value().to_numpy(), c * e, rtol=1e-14)
+    np.testing.assert_allclose(gx_dot.value().to_numpy(), c * e * (dxv * wv + dwv), rtol=1e-14)
+    np.testing.assert_allclose(gw_dot.value().to_numpy(), c * e * dxv, rtol=1e-14)
+
+
+def test_vjp_jvp_refuses_bad_arguments(rt, eng, rng):
+    x = rt.variable_from(tf.Tensor(rng.standard_normal(3)))
+    y = rt.with_eager_session(eng, lambda s: s.exp(x))
+    t3 = tf.Tensor(rng.standard_normal(3))
+    with pytest.raises(tf.InvalidArgument, match="vjp_jvp: expected 1 tangents"):
+        rt.vjp_jvp(eng, y, [x], t3, [t3, t3], None)
+    with pytest.raises(tf.ShapeMismatch, match="vjp_jvp: expected a tangent of shape"):
+        rt.vjp_jvp(eng, y, x, t3, tf.Tensor(np.ones(2)), None)
+    with pytest.raises(tf.ShapeMismatch, match="vjp_jvp: expected a cotangent's tangent of shape"):
+        rt.vjp_jvp(eng, y, x, t3, t3, tf.Tensor(np.ones(4)))
+    with pytest.raises(tf.InvalidArgument, match="vjp_jvp: expected memo: a TangentMemo"):
+        rt.vjp_jvp(eng, y, x, t3, t3, None, memo=[])
+    memo = TangentMemo()
+    with rt.no_grad():
+        rt.jvp(eng, y, x, t3, memo=memo)
+    with pytest.raises(tf.InvalidArgument, match="vjp_jvp: expected a memo filled along seeds"):
+        rt.vjp_jvp(eng, y, x, t3, tf.Tensor(np.ones(3)), None, memo=memo)
+    other = rt.variable_from(t3)
+    with pytest.raises(tf.NotReachable, match="vjp_jvp"):
+        rt.vjp_jvp(eng, y, other, t3, t3, None)

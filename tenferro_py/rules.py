@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
 from .errors import InvalidArgument
+from .tape import densify, reverse_sweep, tensor_key
 from .tensor import Tensor
 
 JvpRule = Callable[..., tuple]
@@ -85,25 +86,30 @@ class Rule:
 def vjp_from_linear_jvp(jvp: JvpRule) -> VjpRule:
     """The VJP rule of a primitive whose JVP is linear in the tangents: that JVP transposed.
 
-    It runs the JVP on placeholder tangents (fresh variables) and takes reverse mode
-    through it: ȳ ↦ ∂/∂t Re⟨ȳ, jvp(t)⟩. The result is built from recorded ops, so it
+    It runs the JVP on placeholder tangents (fresh variables, recorded even under
+    ``no_grad``) and takes reverse mode through it, in the rule's own session:
+    ȳ ↦ ∂/∂t Re⟨ȳ, jvp(t)⟩. The result is built from that session's ops, so it
     differentiates again where the JVP's ops do.
     """
 
     def vjp(s, cotangents, primals, outputs, needs, **params):
         rt = s.runtime
-        placeholders = [rt.variable_from(s.zeros(p.shape, p.dtype)) for p in primals]
-        tangents = jvp(s, placeholders, primals, outputs, **params)
-        pairing = None
-        for t, ct in zip(tangents, cotangents):
-            if t is not None and ct is not None:
-                term = s.reduce_sum(s.mul(s.conj(ct), t))
-                term = s.real(term) if term.dtype.kind == "c" else term
-                pairing = term if pairing is None else s.add(pairing, term)
-        if pairing is None:
-            return tuple(None for _ in primals)
+        with rt.enable_grad():  # the placeholders' graph is needed under no_grad too
+            placeholders = [rt.variable_from(s.zeros(p.shape, p.dtype)) for p in primals]
+            tangents = jvp(s, placeholders, primals, outputs, **params)
+            pairing = None
+            for t, ct in zip(tangents, cotangents):
+                if t is not None and ct is not None:
+                    term = s.reduce_sum(s.mul(s.conj(ct), t))
+                    term = s.real(term) if term.dtype.kind == "c" else term
+                    pairing = term if pairing is None else s.add(pairing, term)
         wanted = [x for x, need in zip(placeholders, needs) if need]
-        found = iter(rt.vjp_optional(s.engine, pairing, wanted, Tensor.scalar(1.0, pairing.dtype)) if wanted else [])
+        if pairing is None or not wanted:
+            return tuple(None for _ in primals)
+        # Swept in this session, so the result is recorded, or carries a tangent, as the session's ops do.
+        cts, _ = reverse_sweep(s, rt.ad_context.rules, [(pairing, s.constant_from(Tensor.scalar(1.0, pairing.dtype)))],
+                               wanted)
+        found = iter(densify(s, cts[tensor_key(x)]) if tensor_key(x) in cts else None for x in wanted)
         return tuple(next(found) if need else None for need in needs)
 
     return vjp

@@ -162,6 +162,15 @@ class EagerRuntime:
         finally:
             self._no_grad -= 1
 
+    @contextlib.contextmanager
+    def enable_grad(self) -> Iterator[None]:
+        """Within it, ops are recorded even inside ``no_grad()``: for rules that build a graph of their own."""
+        saved, self._no_grad = self._no_grad, 0
+        try:
+            yield
+        finally:
+            self._no_grad = saved
+
     def clear_grads(self) -> None:
         """Empty the grad slot of every variable of this runtime."""
         for leaf in list(self._leaves):

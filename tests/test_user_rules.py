@@ -57,3 +57,21 @@ def test_a_jvp_that_is_not_the_vjps_transpose_fails_check_grads(rng):
     ctx = tf.AdContext.builder().with_semantic_extension_rules(rules).build()
     with pytest.raises(AssertionError, match="differs by"):
         check_grads(lambda s, a: s.bind(wrong, a)[0], [rng.standard_normal(3)], order=1, context=ctx)
+
+
+def test_transposed_jvp_works_under_no_grad_backward_and_vjp_jvp(eng):
+    """The transposed JVP records its placeholder graph even where nothing else is recorded:
+    no_grad vjps, backward() (which sweeps under no_grad) and vjp_jvp give 3x², not zeros."""
+    rules, cube = _cube_rules()
+    rt = tf.EagerRuntime(tf.AdContext.builder().with_semantic_extension_rules(rules).build())
+    xv = np.array([1.0, -2.0, 0.5])
+    x = rt.variable_from(tf.Tensor(xv))
+    y = rt.with_eager_session(eng, lambda s: s.bind(cube, x)[0])
+    ones, dx = tf.Tensor(np.ones(3)), np.array([0.3, 1.0, -2.0])
+    with rt.no_grad():
+        np.testing.assert_allclose(rt.vjp(eng, y, x, ones).value().to_numpy(), 3 * xv**2, rtol=1e-15)
+        g, g_dot = rt.vjp_jvp(eng, y, x, ones, tf.Tensor(dx), None)
+    np.testing.assert_allclose(g.value().to_numpy(), 3 * xv**2, rtol=1e-15)
+    np.testing.assert_allclose(g_dot.value().to_numpy(), 6 * xv * dx, rtol=1e-15)
+    y.backward_with(ones, eng)
+    np.testing.assert_allclose(x.grad().to_numpy(), 3 * xv**2, rtol=1e-15)

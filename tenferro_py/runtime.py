@@ -12,7 +12,9 @@ import numpy as np
 from . import einsum as _einsum
 from . import linalg as _linalg
 from .engine import CpuEngine
-from .errors import DTypeMismatch, InvalidArgument, NonScalarGrad, NotReachable, RuntimeMismatch, ShapeMismatch
+from .errors import (
+    DTypeMismatch, InvalidArgument, NonScalarGrad, NotReachable, RuntimeMismatch, ShapeMismatch, Unsupported,
+)
 from .ops import CORE_RULES
 from .rules import RuleSet
 from .session import EagerSession, TangentSession
@@ -83,7 +85,7 @@ class AdContextBuilder:
 class EagerRuntime:
     """Owns variables, their grad slots and the tape; runs sessions and transforms."""
 
-    __slots__ = ("_ad", "_leaves", "_no_grad", "__weakref__")
+    __slots__ = ("_ad", "_leaves", "_no_grad", "_carrying", "__weakref__")
 
     def __init__(self, ad_context: AdContext | None = None):
         if ad_context is not None and not isinstance(ad_context, AdContext):
@@ -91,6 +93,7 @@ class EagerRuntime:
         self._ad = ad_context if ad_context is not None else AdContext()
         self._leaves: "weakref.WeakSet[Leaf]" = weakref.WeakSet()
         self._no_grad = 0
+        self._carrying = False  # a vjp_jvp's sweep is running: its tangents live in one session
 
     @classmethod
     def with_ad_context(cls, ad: AdContext) -> "EagerRuntime":
@@ -150,6 +153,11 @@ class EagerRuntime:
     def _session(self, engine: CpuEngine) -> Iterator[EagerSession]:
         if not isinstance(engine, CpuEngine):
             raise InvalidArgument("EagerRuntime", "a CpuEngine", type(engine).__name__)
+        if self._carrying:  # the ops of another session would not carry tangents: the jvp would be wrong
+            raise Unsupported(
+                "vjp_jvp", "rules that emit their ops into the session they are given",
+                "a rule that opened a session of its own (a nested transform); take the jvp of a recorded vjp",
+            )
         with engine.active():
             yield EagerSession(self, engine)
 
@@ -313,7 +321,11 @@ class EagerRuntime:
             dual = TangentSession(self, engine, tangents)
             if cot_dot is not None:
                 dual.set_tangent(cot, cot_dot)
-            cts, met = reverse_sweep(dual, self._ad.rules, [(out, cot)], targets)
+            self._carrying = True
+            try:
+                cts, met = reverse_sweep(dual, self._ad.rules, [(out, cot)], targets)
+            finally:
+                self._carrying = False
             results, results_dot = [], []
             for w in targets:
                 key = tensor_key(w)

@@ -207,22 +207,42 @@ class EagerRuntime:
             got = "a constant (it has no slot)" if not w.is_tracked else "a tensor the output does not depend on"
             raise NotReachable(op, "wrt that reaches the output", got)
 
+    def _swept(self, s: EagerSession, op: str, targets: list, cts: dict, met: set, optional: bool) -> list:
+        """Each target's cotangent from a reverse sweep: dense, zeros where none flowed, None if unreached."""
+        results: list[EagerTensor | None] = []
+        for w in targets:
+            key = tensor_key(w)
+            if w._node is None or key not in met:
+                self._unreached(op, w, optional)
+                results.append(None)
+            elif key in cts:
+                results.append(densify(s, cts[key]))
+            else:
+                results.append(s.zeros(w.shape, w.dtype))
+        return results
+
+    def _tangents_for(self, op: str, sources: list[EagerTensor], many: bool, tan: Any) -> list[EagerTensor]:
+        """The tangents given for ``sources`` (a sequence when ``many``), one each, checked."""
+        tans = list(tan) if many else [tan]
+        if len(tans) != len(sources):
+            raise InvalidArgument(op, f"{len(sources)} tangents (one per wrt)", f"{len(tans)}")
+        return [self._direction(op, "a tangent", t, w) for t, w in zip(tans, sources)]
+
+    @staticmethod
+    def _check_memo(op: str, memo: Any, seeds: list) -> None:
+        """None, or a TangentMemo that holds for ``seeds``; else InvalidArgument."""
+        if memo is not None:
+            if not isinstance(memo, TangentMemo):
+                raise InvalidArgument(op, "memo: a TangentMemo", type(memo).__name__)
+            memo.check(op, seeds)
+
     def _vjp(self, op: str, engine: CpuEngine, out: Any, wrt: Any, cot: Any, optional: bool) -> Any:
         out = self.check_owned(op, out)
         targets, many = self._wrt_list(op, wrt)
         cot = self._direction(op, "a cotangent", cot, out)
         with self._session(engine) as s:
             cts, met = reverse_sweep(s, self._ad.rules, [(out, cot)], targets)
-            results: list[EagerTensor | None] = []
-            for w in targets:
-                key = tensor_key(w)
-                if w._node is None or key not in met:
-                    self._unreached(op, w, optional)
-                    results.append(None)
-                elif key in cts:
-                    results.append(densify(s, cts[key]))
-                else:
-                    results.append(s.zeros(w.shape, w.dtype))
+            results = self._swept(s, op, targets, cts, met, optional)
         return results if many else results[0]
 
     def vjp(self, engine: CpuEngine, out: EagerTensor, wrt: Any, cot: "Tensor | EagerTensor") -> Any:
@@ -254,18 +274,12 @@ class EagerRuntime:
     def _jvp(self, op: str, engine: CpuEngine, out: Any, wrt: Any, tan: Any, optional: bool, memo: Any) -> Any:
         out = self.check_owned(op, out)
         sources, many = self._wrt_list(op, wrt)
-        tans = list(tan) if many else [tan]
-        if len(tans) != len(sources):
-            raise InvalidArgument(op, f"{len(sources)} tangents (one per wrt)", f"{len(tans)}")
-        tans = [self._direction(op, "a tangent", t, w) for t, w in zip(tans, sources)]
+        tans = self._tangents_for(op, sources, many, tan)
         for w in sources:
             if not w.is_tracked:
                 self._unreached(op, w, optional)
         seeds = [(w, t) for w, t in zip(sources, tans) if w.is_tracked]
-        if memo is not None:
-            if not isinstance(memo, TangentMemo):
-                raise InvalidArgument(op, "memo: a TangentMemo", type(memo).__name__)
-            memo.check(op, seeds)
+        self._check_memo(op, memo, seeds)
         with self._session(engine) as s:
             (result,), met = forward_sweep(s, self._ad.rules, [out], seeds, memo)
             reached = [tensor_key(w) in met for w, _ in seeds]
@@ -307,15 +321,10 @@ class EagerRuntime:
         out = self.check_owned(op, out)
         targets, many = self._wrt_list(op, wrt)
         cot = self._direction(op, "a cotangent", cot, out)
-        directions = list(wrt_tangent) if many else [wrt_tangent]
-        if len(directions) != len(targets):
-            raise InvalidArgument(op, f"{len(targets)} tangents (one per wrt)", f"{len(directions)}")
-        seeds = [(w, self._direction(op, "a tangent", t, w)) for w, t in zip(targets, directions) if w.is_tracked]
+        tans = self._tangents_for(op, targets, many, wrt_tangent)
+        seeds = [(w, t) for w, t in zip(targets, tans) if w.is_tracked]
         cot_dot = None if cot_tangent is None else self._direction(op, "a cotangent's tangent", cot_tangent, out)
-        if memo is not None:
-            if not isinstance(memo, TangentMemo):
-                raise InvalidArgument(op, "memo: a TangentMemo", type(memo).__name__)
-            memo.check(op, seeds)
+        self._check_memo(op, memo, seeds)
         with self._session(engine) as s:
             tangents, _ = push_tangents(s, self._ad.rules, [out], seeds, memo, whole=True)
             dual = TangentSession(self, engine, tangents)
@@ -326,14 +335,8 @@ class EagerRuntime:
                 cts, met = reverse_sweep(dual, self._ad.rules, [(out, cot)], targets)
             finally:
                 self._carrying = False
-            results, results_dot = [], []
-            for w in targets:
-                key = tensor_key(w)
-                if w._node is None or key not in met:
-                    self._unreached(op, w, False)
-                ct = densify(dual, cts[key]) if key in cts else s.zeros(w.shape, w.dtype)
-                results.append(ct)
-                results_dot.append(dual.dense_tangent(ct))
+            results = self._swept(dual, op, targets, cts, met, False)
+            results_dot = [dual.dense_tangent(ct) for ct in results]
         return (results, results_dot) if many else (results[0], results_dot[0])
 
     def _backward(self, out: EagerTensor, seed: Any, engine: CpuEngine | None) -> None:

@@ -67,11 +67,12 @@ def test_factored_tangent_through_slice_rows_and_strides(rt, eng, rng):
 
 
 def step(s, t):
-    """A TRG-like step on a 4×4 matrix: SVD, the factors kept to 2 and weighted, contracted back."""
+    """A TRG-like step on an n×n matrix: SVD, the factors kept to 2 and weighted, contracted back."""
+    n = t.shape[0]
     u, sv, vt = s.svd(t)
-    root = s.broadcast_in_dim(s.sqrt(s.slice(sv, SliceConfig([0], [2]))), (4, 2), (1,))
+    root = s.broadcast_in_dim(s.sqrt(s.slice(sv, SliceConfig([0], [2]))), (n, 2), (1,))
     left = s.mul(cols(s, u, 0, 2), root)
-    right = s.mul(s.transpose(s.slice(vt, SliceConfig([0, 0], [2, 4])), (1, 0)), root)
+    right = s.mul(s.transpose(s.slice(vt, SliceConfig([0, 0], [2, n])), (1, 0)), root)
     return s.einsum([left, right, left], "ai,bi,bj->aj")
 
 
@@ -201,24 +202,15 @@ def test_vjp_jvp_matches_central_differences_of_the_vjp(rt, eng, rng):
 
     def pullback(point, cot):
         xv = rt.variable_from(tf.Tensor(point))
-        y = rt.with_eager_session(eng, lambda s: step5(s, xv))
+        y = rt.with_eager_session(eng, lambda s: step(s, xv))
         return rt.vjp(eng, y, xv, tf.Tensor(cot)).value().to_numpy()
 
     x = rt.variable_from(tf.Tensor(a))
-    y = rt.with_eager_session(eng, lambda s: step5(s, x))
+    y = rt.with_eager_session(eng, lambda s: step(s, x))
     _, got = rt.vjp_jvp(eng, y, x, tf.Tensor(ct), tf.Tensor(x_dot), tf.Tensor(ct_dot))
     h = 1e-6
     fd = (pullback(a + h * x_dot, ct + h * ct_dot) - pullback(a - h * x_dot, ct - h * ct_dot)) / (2 * h)
     np.testing.assert_allclose(got.value().to_numpy(), fd, rtol=1e-6, atol=1e-7)
-
-
-def step5(s, t):
-    """step on a 5×5 matrix (factors kept to 2)."""
-    u, sv, vt = s.svd(t)
-    root = s.broadcast_in_dim(s.sqrt(s.slice(sv, SliceConfig([0], [2]))), (5, 2), (1,))
-    left = s.mul(cols(s, u, 0, 2), root)
-    right = s.mul(s.transpose(s.slice(vt, SliceConfig([0, 0], [2, 5])), (1, 0)), root)
-    return s.einsum([left, right, left], "ai,bi,bj->aj")
 
 
 def test_vjp_jvp_of_several_inputs_and_a_zero_cotangent_tangent(rt, eng, rng):

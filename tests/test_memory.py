@@ -8,6 +8,7 @@ by reference counting alone: the cycle collector is disabled during the loop
 and gc.collect() is never called.
 """
 
+import contextlib
 import gc
 import time
 import tracemalloc
@@ -61,6 +62,18 @@ def _leaf_of(y):
     raise AssertionError("no leaf found")
 
 
+@contextlib.contextmanager
+def cycle_collector_off():
+    """Python's cycle collector disabled meanwhile (restored after): only reference counting frees."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def test_staged_loop_does_not_leak():
     rt = tf.EagerRuntime()
     eng = tf.CpuEngine.serial()
@@ -68,10 +81,9 @@ def test_staged_loop_does_not_leak():
     w = tf.Tensor(rng.standard_normal((3, 3)))
     t = rt.constant_from(tf.Tensor(rng.standard_normal((3, 3)) + 3 * np.eye(3)))
 
-    was_enabled = gc.isenabled()
-    gc.disable()
     start = time.perf_counter()
-    try:
+    with cycle_collector_off(), contextlib.ExitStack() as cleanup:
+        cleanup.callback(tracemalloc.stop)
         nodes = []  # a weakref to the output node of each step before tracing starts
         for i in range(STEPS):
             y, ct = _step(rt, eng, t, w)
@@ -98,10 +110,6 @@ def test_staged_loop_does_not_leak():
         # reference counting can have freed them.
         first_node_alive = first_node() is not None
         first_leaf_alive = first_leaf() is not None
-    finally:
-        tracemalloc.stop()
-        if was_enabled:
-            gc.enable()
     elapsed = time.perf_counter() - start
     assert not first_node_alive, "the first step's tape node outlived the loop"
     assert not first_leaf_alive, "the first step's variable outlived the loop"
@@ -116,9 +124,7 @@ def test_tape_freed_when_output_dropped():
     """One graph, no loop: dropping the output frees its nodes at once (no cycles)."""
     rt = tf.EagerRuntime()
     eng = tf.CpuEngine.serial()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with cycle_collector_off():
         x = rt.variable_from(tf.Tensor(np.eye(3) + 0.1))
         y = rt.with_eager_session(eng, lambda s: s.reduce_sum(s.svd(x)[1]))
         g = rt.grad(eng, y, x)  # differentiable, so it holds a tape of its own
@@ -129,23 +135,15 @@ def test_tape_freed_when_output_dropped():
         del g
         assert gnode() is None
         assert x.grad() is not None  # the slot survives the tape
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def test_runtime_leaf_registry_does_not_grow():
     """The runtime tracks its variables weakly: dropped variables leave it."""
     rt = tf.EagerRuntime()
     eng = tf.CpuEngine.serial()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with cycle_collector_off():
         for _ in range(200):
             x = rt.variable_from(tf.Tensor(np.ones(3)))
             rt.with_eager_session(eng, lambda s, x=x: s.reduce_sum(s.exp(x))).backward()
         del x
         assert len(rt._leaves) == 0
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -45,7 +45,10 @@ _CONTROLLER: ThreadpoolController | None = None
 
 
 def _controller() -> ThreadpoolController:
-    """The process's BLAS thread controller, found once (finding it scans the libraries)."""
+    """The process's BLAS thread controller, found once (finding it scans the libraries).
+
+    That first call, when the first engine runs, is also when malloc is tuned (:func:`_keep_freed_memory`).
+    """
     global _CONTROLLER
     if _CONTROLLER is None:
         _CONTROLLER = ThreadpoolController()

@@ -13,11 +13,11 @@ import numpy.typing as npt
 
 from . import einsum as _einsum
 from . import linalg as _linalg
-from .errors import InvalidArgument, Unsupported
+from .errors import InvalidArgument
 from .ops import elementwise as _ew
 from .ops import structural as _st
 from .ops.structural import SliceConfig
-from .tape import EagerTensor, Node, Product, call_jvp, densify, tensor_key, whole_box
+from .tape import EagerTensor, Node, Product, call_jvp, densify, rule_for, tensor_key, whole_box
 from .tensor import Tensor, check_shape
 
 if TYPE_CHECKING:
@@ -248,9 +248,7 @@ class TangentSession(EagerSession):
         tangents: list = [self.tangent(x) for x in xs]
         if all(t is None for t in tangents):
             return outs
-        rule = self._rt.ad_context.rules.get(prim.name)
-        if rule is None:
-            raise Unsupported("jvp", f"an AD rule for {prim.name!r} in the runtime's AdContext", "none")
+        rule = rule_for(self._rt.ad_context.rules, prim, "jvp")
         for i, (x, t) in enumerate(zip(xs, tangents)):
             if type(t) is Product and not rule.factored_tangents:
                 tangents[i] = densify(self._plain, t)

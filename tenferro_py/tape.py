@@ -216,10 +216,11 @@ def accumulate(s: "EagerSession", a: Any, b: Any) -> Any:
     return s.add(densify(s, a), densify(s, b))
 
 
-def _rule(rules: "RuleSet", node: Node, transform: str):
-    rule = rules.get(node.prim.name)
+def rule_for(rules: "RuleSet", prim: "Primitive", transform: str) -> Any:
+    """The rules of ``prim``, or Unsupported naming it and the transform that needed them."""
+    rule = rules.get(prim.name)
     if rule is None:
-        raise Unsupported(transform, f"an AD rule for {node.prim.name!r} in the runtime's AdContext", "none")
+        raise Unsupported(transform, f"an AD rule for {prim.name!r} in the runtime's AdContext", "none")
     return rule
 
 
@@ -264,7 +265,7 @@ def reverse_sweep(
         out_cts = [cts.get(k) if k in met else cts.pop(k, None) for k in keys]
         if all(c is None for c in out_cts):
             continue
-        rule = _rule(rules, node, "vjp")
+        rule = rule_for(rules, node.prim, "vjp")
         if not rule.embedded_cotangents:
             out_cts = [None if c is None else densify(s, c) for c in out_cts]
         needs = tuple(is_target(x) or (type(x._node) is Node and x._node.id in live) for x in node.inputs)
@@ -427,7 +428,7 @@ def push_tangents(
         in_tans: list[Any] = [tans.get(tensor_key(x)) for x in node.inputs]
         if all(t is None for t in in_tans):
             continue
-        rule = _rule(rules, node, "jvp")
+        rule = rule_for(rules, node.prim, "jvp")
         for i, (x, t) in enumerate(zip(node.inputs, in_tans)):
             if t is not None:
                 met.add(tensor_key(x))

@@ -7,6 +7,11 @@ by side) instead of recontracting all other operands for each one. The JVP sums 
 with its tangent in place; the VJP of an operand is the einsum of the output
 cotangent with the other operands, broadcast over indices only that operand
 has, and put back on the diagonal where the operand repeats an index (a trace).
+
+On structured operands (:mod:`tenferro_py.structure`) a factored matrix enters as its
+two factors, and a block inside zeros restricts every operand to the range of the indices
+it covers: the contraction then costs what the block costs, and the result is a block
+where those indices remain.
 """
 
 from __future__ import annotations
@@ -21,16 +26,17 @@ import opt_einsum
 
 from .errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 from .ops.elementwise import cj
+from .ops.structural import SliceConfig
 from .rules import RuleSet
-from .tape import Product, accumulate
+from .structure import Embedded, Product, dense, embedded
 from .tensor import Aval, Tensor
 
 _RULES = RuleSet()
 
 
 def semantic_ad_rules() -> RuleSet:
-    """The einsum family's AD rules, to merge into an AdContext."""
-    return _RULES
+    """The einsum family's AD rules, to merge into an AdContext (a new set on each call)."""
+    return _RULES.copy()
 
 
 def parse(subscripts: object, shapes: Sequence[tuple[int, ...]]) -> tuple[tuple[str, ...], str]:
@@ -212,19 +218,47 @@ def _fresh_letters(used: str):
 
 
 def _jvp(s, tangents, primals, outputs, inputs, output):
-    """One einsum per tangent, in place of its operand; a Product's factors enter as two operands."""
+    """One einsum per tangent, in place of its operand."""
+    spec = ",".join(inputs) + "->" + output
     total = None
     for i, t in enumerate(tangents):
-        if t is None:
-            continue
-        if type(t) is Product:
-            inner = next(_fresh_letters("".join(inputs) + output))
-            operands = primals[:i] + (t.left, t.right) + primals[i + 1 :]
-            subs = inputs[:i] + (inputs[i][0] + inner, inner + inputs[i][1]) + inputs[i + 1 :]
-        else:
-            operands, subs = primals[:i] + (t,) + primals[i + 1 :], inputs
-        total = accumulate(s, total, s.einsum(operands, ",".join(subs) + "->" + output))
+        if t is not None:
+            total = s.accumulate(total, s.einsum(list(primals[:i]) + [t] + list(primals[i + 1 :]), spec))
     return (total,)
+
+
+def _structured(s, *operands, inputs, output):
+    """Factored matrices as their two factors; blocks inside zeros restrict the indices they cover."""
+    fresh = _fresh_letters("".join(inputs) + output)
+    ops, subs = [], []
+    for x, sub in zip(operands, inputs):
+        if type(x) is Product and len(set(sub)) == 2:
+            inner = next(fresh)
+            ops += [x.left, x.right]
+            subs += [sub[0] + inner, inner + sub[1]]
+        elif type(x) is Embedded and x.contiguous and len(set(sub)) == len(sub):
+            ops.append(x)
+            subs.append(sub)
+        else:
+            ops.append(dense(s, x))
+            subs.append(sub)
+    size = {c: n for x, sub in zip(ops, subs) for c, n in zip(sub, x.shape)}
+    ranges = {c: (0, n) for c, n in size.items()}
+    for x, sub in zip(ops, subs):
+        if type(x) is Embedded:
+            for c, (lo, hi) in zip(sub, x.box()):
+                ranges[c] = (max(lo, ranges[c][0]), max(max(lo, ranges[c][0]), min(hi, ranges[c][1])))
+    restricted = []
+    for x, sub in zip(ops, subs):
+        starts = x.starts if type(x) is Embedded else (0,) * len(sub)
+        x = x.block if type(x) is Embedded else x
+        lo = [ranges[c][0] - st for c, st in zip(sub, starts)]
+        hi = [ranges[c][1] - st for c, st in zip(sub, starts)]
+        if lo != [0] * len(sub) or hi != list(x.shape):
+            x = s.slice(x, SliceConfig(lo, hi))
+        restricted.append(x)
+    result = s.einsum(restricted, ",".join(subs) + "->" + output)
+    return (embedded(result, tuple(size[c] for c in output), tuple(ranges[c] for c in output)),)
 
 
 def operand_cotangent(s, ct, primals, inputs, output, i):
@@ -267,4 +301,5 @@ def _cost(in_avals, out_avals, params) -> float:
     return float(math.prod(sizes.values()))
 
 
-einsum_p = _RULES.define("einsum", _abstract, _impl, _jvp, _vjp, cost=_cost, factored_tangents=True)
+einsum_p = _RULES.define("einsum", _abstract, _impl, _jvp, _vjp, cost=_cost, structured=_structured,
+                         structured_rules=True)

@@ -1,80 +1,60 @@
-"""Where ops run: ``CpuEngine`` on a ``Pool`` of a given width.
+"""Where kernels run: ``CpuEngine`` on a ``Pool`` of a given width.
 
-Every kernel of every op goes through :meth:`CpuEngine.run`. While an engine is
-active, BLAS/LAPACK are pinned to one thread, so each kernel gives the same bits
-whatever the width. The width is how many kernels may run at once: at width 1
-every kernel runs when its op is called; at width n > 1 a costly kernel (by its
-primitive's flop estimate: an SVD, a large contraction) goes to n worker threads
-and its outputs are :class:`Pending` until read, so independent costly ops (the
-two SVDs of a TRG step) run side by side. A cheap kernel runs at once on the
-session's thread, waiting for its inputs if they are pending: queueing it would
-cost more than it does, and a session thread that waits instead of running
-Python leaves the GIL to the workers, whose NumPy LAPACK calls need it at their
-ends. A costly kernel is handed to the workers only once its inputs are
-computed (a countdown over them), so no worker sits waiting for another.
+Every kernel of every op goes through :meth:`CpuEngine.run`. While an engine is active,
+BLAS/LAPACK are pinned to one thread, so each kernel gives the same bits whatever the
+width; the width is how many kernels may run at once.
+
+At width 1 every kernel runs when its op is called. A wider engine runs a session's ops as
+a dataflow graph, so that independent costly kernels overlap however the program orders them:
+
+* a costly kernel (by its primitive's flop estimate: an SVD, a large contraction) goes to
+  one of the pool's worker threads as soon as its inputs are computed;
+* a cheap kernel whose inputs are computed runs at once, on the session's thread;
+* a cheap kernel whose inputs are still being computed is deferred, and runs on the
+  session's thread later: first those that a costly kernel or a value being read waits for
+  (the critical path), at the next op or read; the others while the session's thread would
+  otherwise wait. Queueing cheap kernels to the workers instead would make them fight the
+  session's thread for the GIL, which NumPy's LAPACK wrappers need at their ends.
+
+A deferred or queued output is :class:`Pending` until read: reading a value (``value()``,
+``item()``) waits for what it needs, and the end of a session waits for everything. Shape and
+dtype errors are raised by the op itself, before any kernel runs; a kernel's own error is
+raised when its value is read or the session ends.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import platform
-import sys
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from .errors import InvalidArgument
 
-if TYPE_CHECKING:
-    from .rules import Primitive
-
 #: Kernels estimated at this many flops or more go to the workers of a wide engine.
 COSTLY_FLOPS = float(2**22)
-#: The GIL switch interval (s) while a wide engine is active (CPython's default is 5 ms).
-GIL_SWITCH_INTERVAL = 5e-4
-
-#: glibc malloc: blocks below this come from the heap (not fresh mmaps), and this much free heap is kept.
-MALLOC_MMAP_THRESHOLD = 32 * 2**20
-MALLOC_TRIM_THRESHOLD = 64 * 2**20
 
 _CONTROLLER: ThreadpoolController | None = None
 
 
-def _controller() -> ThreadpoolController:
-    """The process's BLAS thread controller, found once (finding it scans the libraries).
+class Kernel(Protocol):
+    """What an engine needs of a primitive: its kernel and its cost estimate."""
 
-    That first call, when the first engine runs, is also when malloc is tuned (:func:`_keep_freed_memory`).
-    """
+    impl: Callable[..., tuple]
+
+    def flops(self, in_avals: tuple, out_avals: tuple, params: dict) -> float: ...
+
+
+def _controller() -> ThreadpoolController:
+    """The process's BLAS thread controller, found once (finding it scans the loaded libraries)."""
     global _CONTROLLER
     if _CONTROLLER is None:
         _CONTROLLER = ThreadpoolController()
-        _keep_freed_memory()
     return _CONTROLLER
-
-
-def _keep_freed_memory() -> None:
-    """On glibc, keep freed memory for the next kernel's temporaries instead of unmapping it.
-
-    Kernels allocate and free large temporaries (a 256³ contraction: three 512 KiB
-    arrays). With glibc's default, adaptive thresholds, freeing them shrinks the heap
-    and the next kernel faults fresh zeroed pages in again: such a contraction took
-    1.1–1.2 ms instead of 0.6. The thresholds set here (the largest glibc's own
-    adaptation reaches after freeing one 32 MiB block) keep up to 64 MiB of free heap.
-    Once per process; elsewhere than glibc, nothing.
-    """
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    libc.mallopt(m_mmap_threshold, MALLOC_MMAP_THRESHOLD)
-    libc.mallopt(m_trim_threshold, MALLOC_TRIM_THRESHOLD)
 
 
 class Pool:
@@ -116,73 +96,81 @@ class PoolBuilder:
         return Pool(self._threads)
 
 
+class _Task:
+    """One kernel call of a wide engine: its inputs, then its outputs or its error."""
+
+    __slots__ = ("kernel", "args", "params", "costly", "inputs", "missing", "dependents", "urgent", "state",
+                 "outputs", "error")
+
+    WAITING, READY, RUNNING, DONE = range(4)
+
+    def __init__(self, kernel: Callable[..., Any], args: Sequence[Any], params: dict, costly: bool):
+        self.kernel = kernel
+        self.args: Sequence[Any] | None = args
+        self.params = params
+        self.costly = costly
+        self.inputs: list[_Task] = []  # the unfinished tasks it waits for
+        self.missing = 0
+        self.dependents: list[_Task] = []
+        self.urgent = False  # a costly kernel or a read waits for it
+        self.state = _Task.WAITING
+        self.outputs: tuple = ()
+        self.error: BaseException | None = None
+
+
 class Pending:
-    """Output ``index`` of a queued kernel; :meth:`result` waits for it."""
+    """Output ``index`` of a deferred or queued kernel; :meth:`result` waits for it."""
 
-    __slots__ = ("_future", "_index")
+    __slots__ = ("_engine", "_task", "_index")
 
-    def __init__(self, future: Future, index: int):
-        self._future = future
+    def __init__(self, engine: "CpuEngine", task: _Task, index: int):
+        self._engine = engine
+        self._task = task
         self._index = index
 
+    @property
+    def done(self) -> bool:
+        return self._task.state == _Task.DONE
+
     def result(self) -> np.ndarray:
-        return self._future.result()[self._index]
+        task = self._task
+        if task.state != _Task.DONE:
+            self._engine._drive(task)
+        if task.error is not None:
+            raise task.error
+        return task.outputs[self._index]
 
 
 def resolve(value: "np.ndarray | Pending") -> np.ndarray:
     """The array of a value, waiting for its kernel if it is still pending."""
-    return value.result() if isinstance(value, Pending) else value
-
-
-class _Countdown:
-    """Calls ``then`` when :meth:`tick` has been called ``n`` times (from any thread)."""
-
-    __slots__ = ("_left", "_lock", "_then")
-
-    def __init__(self, n: int, then: Callable[[], Any]):
-        self._left = n
-        self._lock = threading.Lock()
-        self._then = then
-
-    def tick(self, _: object = None) -> None:
-        with self._lock:
-            self._left -= 1
-            ready = self._left == 0
-        if ready:
-            self._then()
+    return value.result() if type(value) is Pending else value
 
 
 def _call(kernel: Callable[..., Any], args: Sequence[Any], params: dict) -> tuple[np.ndarray, ...]:
-    """Run a kernel on resolved inputs; outputs as arrays (NumPy scalars become 0-d arrays).
+    """Run a kernel on computed inputs; outputs as arrays (NumPy scalars become 0-d arrays).
 
-    Kernels never write to their inputs, so outputs are shared without copies;
-    they are made read-only where they leave the library (``Tensor``).
+    Kernels never write to their inputs, so outputs are shared without copies.
     """
-    out = kernel(*[a.result() if type(a) is Pending else a for a in args], **params)
+    out = kernel(*args, **params)
     return tuple([v if type(v) is np.ndarray else np.asarray(v) for v in out])
-
-
-def _fulfil(future: Future, kernel: Callable[..., Any], args: Sequence[Any], params: dict) -> None:
-    """Run a kernel whose inputs are ready and settle its future with the outputs or the error."""
-    try:
-        future.set_result(_call(kernel, args, params))
-    except BaseException as err:  # handed to whoever reads the value
-        future.set_exception(err)
 
 
 class CpuEngine:
     """Runs kernels on the CPU, ``pool.threads`` of them at a time at most."""
 
-    __slots__ = ("_pool", "_executor", "_queued", "_depth", "_switch")
+    __slots__ = ("_pool", "_executor", "_cond", "_urgent", "_later", "_tasks", "_open", "_depth")
 
     def __init__(self, pool: Pool):
         if not isinstance(pool, Pool):
             raise InvalidArgument("CpuEngine", "a Pool (Pool.builder().threads(n).build())", repr(pool))
         self._pool = pool
         self._executor: ThreadPoolExecutor | None = None
-        self._queued: list[Future] = []
+        self._cond = threading.Condition()
+        self._urgent: deque[_Task] = deque()  # cheap, ready, and on the critical path
+        self._later: dict[_Task, None] = {}  # cheap and ready, in order of readiness
+        self._tasks: list[_Task] = []  # every task since the last wait(), in order of creation
+        self._open = 0  # of them, how many are not done
         self._depth = 0
-        self._switch = 0.0
 
     @classmethod
     def serial(cls) -> "CpuEngine":
@@ -195,58 +183,160 @@ class CpuEngine:
 
     @contextlib.contextmanager
     def active(self) -> Iterator["CpuEngine"]:
-        """Pin BLAS/LAPACK to one thread while ops run here; on leaving, wait for every kernel.
-
-        A wide engine also shortens the interpreter's GIL switch interval meanwhile,
-        so a worker back from LAPACK gets the GIL without waiting 5 ms for it.
-        """
+        """Pin BLAS/LAPACK to one thread while ops run here; on leaving, wait for every kernel."""
         with _controller().limit(limits=1, user_api="blas"):
-            if self._depth == 0 and self.width > 1:
-                self._switch = sys.getswitchinterval()
-                sys.setswitchinterval(GIL_SWITCH_INTERVAL)
             self._depth += 1
             try:
                 yield self
             finally:
                 self._depth -= 1
                 if self._depth == 0:
-                    try:
-                        self.wait()
-                    finally:
-                        if self.width > 1:
-                            sys.setswitchinterval(self._switch)
+                    self.wait()
 
-    def run(self, prim: "Primitive", args: Sequence[Any], params: dict, in_avals: tuple, avals: tuple) -> tuple:
-        """Run or queue one primitive's kernel: its outputs (``avals``), as arrays or :class:`Pending`."""
-        kernel = prim.impl
-        if self._pool.threads == 1 or prim.flops(in_avals, avals, params) < COSTLY_FLOPS:
-            return _call(kernel, args, params)
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(self._pool.threads, thread_name_prefix="tenferro")
-        future: Future = Future()
-        self._queued.append(future)
-        executor = self._executor
+    # --- running ---------------------------------------------------------------------
 
-        def start() -> None:
-            executor.submit(_fulfil, future, kernel, args, params)
+    def run(self, prim: Kernel, args: Sequence[Any], params: dict, in_avals: tuple, avals: tuple) -> tuple:
+        """Run, defer or queue one primitive's kernel: its outputs (``avals``), as arrays or :class:`Pending`."""
+        if self._pool.threads == 1:
+            return _call(prim.impl, args, params)
+        if self._urgent:
+            self._run_urgent()
+        costly = prim.flops(in_avals, avals, params) >= COSTLY_FLOPS
+        unfinished = [a._task for a in args if type(a) is Pending and a._task.state != _Task.DONE]
+        if not unfinished and not costly:
+            return _call(prim.impl, [resolve(a) for a in args], params)
+        task = _Task(prim.impl, args, params, costly)
+        with self._cond:
+            self._tasks.append(task)
+            self._open += 1
+            for t in dict.fromkeys(unfinished):
+                if t.state != _Task.DONE:
+                    t.dependents.append(task)
+                    task.inputs.append(t)
+            task.missing = len(task.inputs)
+            if task.missing == 0:
+                self._make_ready(task)
+            elif costly:
+                self._mark_urgent(task.inputs)
+        if not costly and task.state == _Task.READY:  # its inputs finished meanwhile
+            self._take(task)
+            self._execute(task)
+        return tuple(Pending(self, task, i) for i in range(len(avals)))
 
-        inputs = list({id(a._future): a._future for a in args if type(a) is Pending}.values())
-        if inputs:
-            countdown = _Countdown(len(inputs), start)
-            for f in inputs:
-                f.add_done_callback(countdown.tick)
+    def _make_ready(self, task: _Task) -> None:
+        """A task whose inputs are done: to a worker if costly, else to the session's queues (lock held)."""
+        task.state = _Task.READY
+        if task.costly:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self._pool.threads, thread_name_prefix="tenferro")
+            task.state = _Task.RUNNING
+            self._executor.submit(self._execute, task)
+        elif task.urgent:
+            self._urgent.append(task)
         else:
-            start()
-        return tuple(Pending(future, i) for i in range(len(avals)))
+            self._later[task] = None
+        self._cond.notify_all()
+
+    def _mark_urgent(self, tasks: list[_Task]) -> None:
+        """Mark these deferred tasks and their deferred ancestors as on the critical path (lock held)."""
+        todo = [t for t in tasks if not t.costly]
+        while todo:
+            t = todo.pop()
+            if t.urgent or t.state in (_Task.RUNNING, _Task.DONE):
+                continue
+            t.urgent = True
+            if t.state == _Task.READY:
+                del self._later[t]
+                self._urgent.append(t)
+            todo.extend(i for i in t.inputs if not i.costly)
+
+    def _take(self, task: _Task) -> None:
+        """Claim a ready cheap task for the calling thread."""
+        with self._cond:
+            if task.urgent:
+                self._urgent.remove(task)
+            else:
+                del self._later[task]
+            task.state = _Task.RUNNING
+
+    def _execute(self, task: _Task) -> None:
+        """Run a task whose inputs are done (on a worker or the session's thread), then release its dependents."""
+        try:
+            args = []
+            for a in task.args or ():
+                if type(a) is Pending:
+                    if a._task.error is not None:
+                        raise a._task.error
+                    a = a._task.outputs[a._index]
+                args.append(a)
+            task.outputs = _call(task.kernel, args, task.params)
+        except BaseException as err:  # handed to whoever reads the value, or to wait()
+            task.error = err
+        task.args = None
+        with self._cond:
+            task.state = _Task.DONE
+            self._open -= 1
+            for dep in task.dependents:
+                dep.missing -= 1
+                if dep.missing == 0:
+                    self._make_ready(dep)
+            task.dependents = []
+            task.inputs = []
+            self._cond.notify_all()
+
+    def _next(self, allow_later: bool) -> _Task | None:
+        """Claim the next ready cheap task: critical path first (lock held)."""
+        if self._urgent:
+            task = self._urgent.popleft()
+        elif allow_later and self._later:
+            task = next(iter(self._later))
+            del self._later[task]
+        else:
+            return None
+        task.state = _Task.RUNNING
+        return task
+
+    def _run_urgent(self) -> None:
+        """Run the ready tasks on the critical path (so the costly kernels after them can start)."""
+        while True:
+            with self._cond:
+                task = self._next(allow_later=False)
+            if task is None:
+                return
+            self._execute(task)
+
+    def _drive(self, target: _Task) -> None:
+        """Work on the session's thread until ``target`` is done: its ancestors first, then any ready task."""
+        with self._cond:
+            if target.state != _Task.DONE:
+                self._mark_urgent([target])
+        while True:
+            with self._cond:
+                while target.state != _Task.DONE and not self._urgent and not self._later:
+                    self._cond.wait()
+                if target.state == _Task.DONE:
+                    return
+                task = self._next(allow_later=True)
+            if task is not None:
+                self._execute(task)
 
     def wait(self) -> None:
-        """Wait until every queued kernel has finished; raise the first error of one, if any."""
-        queued, self._queued = self._queued, []
-        wait(queued)
-        for future in queued:
-            err = future.exception()
-            if err is not None:
-                raise err
+        """Run or wait for every kernel of this engine; raise the first error of one, if any."""
+        if self._pool.threads == 1:
+            return
+        while True:
+            with self._cond:
+                while self._open and not self._urgent and not self._later:
+                    self._cond.wait()
+                if not self._open:
+                    tasks, self._tasks = self._tasks, []
+                    break
+                task = self._next(allow_later=True)
+            if task is not None:
+                self._execute(task)
+        for task in tasks:
+            if task.error is not None:
+                raise task.error
 
     def __repr__(self) -> str:
         return f"CpuEngine(width={self.width})"

@@ -22,7 +22,7 @@ from .errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
 from .ops.elementwise import cj, lift_real, real_dtype, times_i
 from .ops.structural import SliceConfig
 from .rules import RuleSet
-from .tape import Embedded, Product, accumulate
+from .structure import Embedded, Product, dense
 from .tensor import Aval, Tensor, is_real_number
 
 _RULES = RuleSet()
@@ -31,8 +31,8 @@ DEFAULT_DERIVATIVE_EPS = 1e-12
 
 
 def semantic_ad_rules() -> RuleSet:
-    """The linalg family's AD rules, to merge into an AdContext."""
-    return _RULES
+    """The linalg family's AD rules, to merge into an AdContext (a new set on each call)."""
+    return _RULES.copy()
 
 
 def check_derivative_eps(op: str, eps: object) -> float:
@@ -136,75 +136,55 @@ def _leading_block(s, ct, axis):
     """(block, k): a cotangent that is zero from index k on along ``axis``, as its first k entries."""
     if ct is None:
         return None, 0
-    if type(ct) is not Embedded:
-        return ct, ct.shape[axis]
-    whole = all(
-        st == 0 and sd == 1 and b == n
-        for a, (st, sd, b, n) in enumerate(zip(ct.starts, ct.strides, ct.block.shape, ct.shape))
-        if a != axis
+    whole = type(ct) is Embedded and ct.contiguous and all(
+        st == 0 and b == n for a, (st, b, n) in enumerate(zip(ct.starts, ct.block.shape, ct.shape)) if a != axis
     )
-    if not whole or ct.strides[axis] != 1:
-        dense = s.pad(ct.block, ct.shape, ct.starts, ct.strides)
-        return dense, dense.shape[axis]
+    if not whole:
+        ct = dense(s, ct)
+        return ct, ct.shape[axis]
     stop = ct.starts[axis] + ct.block.shape[axis]
     shape = list(ct.shape)
     shape[axis] = stop
     return s.pad(ct.block, shape, ct.starts, ct.strides) if ct.starts[axis] else ct.block, stop
 
 
-def _svd_jvp(s, tangents, primals, outputs, extents, derivative_eps):
-    """dU, dS, dVt of SPEC §3, only in the leading kk columns (rows of Vt) downstream reads.
+def _svd_jvp(s, tangents, primals, outputs, derivative_eps):
+    """dU, dS, dVᴴ of SPEC §3 from dP = Uᴴ dA V.
 
-    With dP = Uᴴ dA V only its first kk columns and rows enter: dP[:, :kk] and
-    dP[:kk, :] cost O(m n kk), and so does every product below. For complex A,
-    dS = Re diag dP and dU also gets U·diag(i Im(dP_ii)/s_i) (JAX's gauge).
-    Where U (or Vᴴ) is square, dU = U·J (dVᴴ = J'·Vᴴ) is returned as a
-    :class:`Product`, so that thin products with it never form the K × K product.
+    dS = Re diag dP; for complex A, dU also gets U·diag(i Im(dP_ii)/s_i) (JAX's gauge).
+    Where U (or Vᴴ) is square, dU = U·J (dVᴴ = J'·Vᴴ) is returned as a :class:`Product`,
+    so that thin products with it never form the K × K product.
     """
     (da,), (a,), (u, sv, vt) = tangents, primals, outputs
     m, n = a.shape
     k = sv.shape[0]
     eps = _eps(s, derivative_eps)
-    kk = max(0 if e is None else e[ax][1] for e, ax in zip(extents, (1, 0, 0)))
-    uk, sk, vtk = _columns(s, u, kk, 1), _columns(s, sv, kk, 0), _columns(s, vt, kk, 0)
     lift = lambda x: lift_real(s, x, a)  # noqa: E731
-    dp_left = s.einsum([cj(s, u), da, cj(s, vtk)], "ai,ab,jb->ij")  # (Uᴴ dA V)[:, :kk]
-    dp_top_h = None if kk == k else s.einsum([uk, cj(s, da), vt], "aj,ab,ib->ij")  # (Uᴴ dA V)[:kk, :]ᴴ
+    dp = s.einsum([cj(s, u), da, cj(s, vt)], "ai,ab,jb->ij")  # Uᴴ dA V
+    f = lift(broadened_f(s, sv, eps))
+    s_rows = lift(s.broadcast_in_dim(sv, (k, k), (0,)))  # s_i
+    s_cols = lift(s.broadcast_in_dim(sv, (k, k), (1,)))  # s_j
+    inverse = lift(broadened_inverse(s, sv, eps))
 
-    def plus_mirror(x, mirror):
-        """x + its mirror term: xᴴ when all of dP is at hand (S dPᴴ = (dP S)ᴴ), else ``mirror()``."""
-        return s.add(x, s.transpose(cj(s, x), (1, 0)) if dp_top_h is None else mirror())
+    def hermitian_part(x):
+        return s.add(x, s.transpose(cj(s, x), (1, 0)))
 
-    f_cols = lift(broadened_f(s, sv, eps, kk))
-    s_rows = lift(s.broadcast_in_dim(sv, (k, kk), (0,)))  # s_i
-    s_cols = lift(s.broadcast_in_dim(sk, (k, kk), (1,)))  # s_j, j < kk
-    dp_head = _columns(s, dp_left, kk, 0)
-    du = ds = dvt = None
-    if extents[0] is not None:  # U F∘(dP S + S dPᴴ) (+ phase), + (I − UUᴴ) dA V S⁻¹ when tall
-        ju = s.mul(f_cols, plus_mirror(s.mul(dp_left, s_cols), lambda: s.mul(s_rows, dp_top_h)))
-        phase = _phase_term(s, dp_head, sk, eps)
-        if phase is not None:
-            ju = s.add(ju, s.transpose(_on_diagonal(s, phase, k), (1, 0)))
-        if m > k:
-            rest = s.sub(s.einsum([da, cj(s, vtk)], "ab,jb->aj"), s.einsum([u, dp_left], "ai,ij->aj"))
-            rest = s.einsum([rest, lift(broadened_inverse(s, sk, eps))], "aj,j->aj")
-            du = s.add(s.einsum([u, ju], "ai,ij->aj"), rest)
-            du = _extend(s, du, k, 1)
-        else:
-            du = Product(u, _extend(s, ju, k, 1))
-    if extents[1] is not None:  # Re diag(dP)
-        ds = _extend(s, s.real(s.einsum([dp_head], "ii->i")), k, 0)
-    if extents[2] is not None:  # (V F∘(S dP + dPᴴ S))ᴴ, + S⁻¹ Uᴴ dA (I − VVᴴ) when wide
-        jv = s.mul(f_cols, plus_mirror(s.mul(s_rows, dp_left), lambda: s.mul(dp_top_h, s_cols)))
-        jv_h = s.transpose(cj(s, jv), (1, 0))
-        if n > k:
-            dp_top = dp_left if dp_top_h is None else s.transpose(cj(s, dp_top_h), (1, 0))
-            rest = s.sub(s.einsum([cj(s, uk), da], "ai,ab->ib"), s.einsum([dp_top, vt], "ij,jb->ib"))
-            rest = s.einsum([lift(broadened_inverse(s, sk, eps)), rest], "i,ib->ib")
-            dvt = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), rest)
-            dvt = _extend(s, dvt, k, 0)
-        else:
-            dvt = Product(_extend(s, jv_h, k, 0), vt)
+    ju = s.mul(f, hermitian_part(s.mul(dp, s_cols)))  # F∘(dP S + S dPᴴ)
+    phase = _phase_term(s, dp, sv, eps)
+    if phase is not None:
+        ju = s.add(ju, s.transpose(_on_diagonal(s, phase, k), (1, 0)))
+    if m > k:  # + (I − UUᴴ) dA V S⁻¹
+        rest = s.sub(s.einsum([da, cj(s, vt)], "ab,jb->aj"), s.einsum([u, dp], "ai,ij->aj"))
+        du = s.add(s.einsum([u, ju], "ai,ij->aj"), s.einsum([rest, inverse], "aj,j->aj"))
+    else:
+        du = Product(u, ju)
+    ds = s.real(s.einsum([dp], "ii->i"))
+    jv_h = s.transpose(cj(s, s.mul(f, hermitian_part(s.mul(s_rows, dp)))), (1, 0))  # (F∘(S dP + dPᴴ S))ᴴ
+    if n > k:  # + S⁻¹ Uᴴ dA (I − VVᴴ)
+        rest = s.sub(s.einsum([cj(s, u), da], "ai,ab->ib"), s.einsum([dp, vt], "ij,jb->ib"))
+        dvt = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), s.einsum([inverse, rest], "i,ib->ib"))
+    else:
+        dvt = Product(jv_h, vt)
     return du, ds, dvt
 
 
@@ -239,13 +219,13 @@ def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
         vb = _extend(s, vb, kk, 0)
         q = s.einsum([vt, cj(s, vb)], "ib,jb->ij")  # VᴴV̄: K × kk
         l_cols = _antisym_columns(s, f_cols, q)
-        m_left = accumulate(s, m_left, s.mul(s_rows, l_cols))
-        top_mirror = accumulate(s, top_mirror, s.mul(l_cols, s_cols))
+        m_left = s.accumulate(m_left, s.mul(s_rows, l_cols))
+        top_mirror = s.accumulate(top_mirror, s.mul(l_cols, s_cols))
     m_top = None if top_mirror is None else s.transpose(cj(s, top_mirror), (1, 0))
     if phase is not None:
         m_top = s.add(m_top, _on_diagonal(s, phase, k))
     if sb is not None:  # diag(S̄) sits in M's first kk rows
-        m_top = accumulate(s, m_top, _on_diagonal(s, lift(_extend(s, sb, kk, 0)), k))
+        m_top = s.accumulate(m_top, _on_diagonal(s, lift(_extend(s, sb, kk, 0)), k))
     abar = None
     if m_top is not None:  # U M Vᴴ = U_k M[:kk, :] Vᴴ + U[:, kk:] M[kk:, :kk] V_kᴴ
         abar = s.einsum([uk, m_top, vt], "ai,ij,jb->ab")
@@ -255,10 +235,10 @@ def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
             abar = s.add(abar, s.einsum([u_rest, m_rest, vtk], "ai,ij,jb->ab"))
     if m > k and ub is not None:  # (I − UUᴴ) Ū S⁻¹ Vᴴ
         rest = s.sub(ub, s.einsum([u, p], "ai,ij->aj"))
-        abar = accumulate(s, abar, s.einsum([rest, lift(broadened_inverse(s, sk, eps)), vtk], "aj,j,jb->ab"))
+        abar = s.accumulate(abar, s.einsum([rest, lift(broadened_inverse(s, sk, eps)), vtk], "aj,j,jb->ab"))
     if n > k and vb is not None:  # U S⁻¹ V̄ᴴ (I − VVᴴ)
         rest = s.sub(vb, s.einsum([cj(s, q), vt], "ij,ib->jb"))
-        abar = accumulate(s, abar, s.einsum([uk, lift(broadened_inverse(s, sk, eps)), rest], "ai,i,ib->ab"))
+        abar = s.accumulate(abar, s.einsum([uk, lift(broadened_inverse(s, sk, eps)), rest], "ai,i,ib->ab"))
     return (abar,)
 
 
@@ -268,8 +248,7 @@ svd_p = _RULES.define(
     _svd_impl,
     _svd_jvp,
     _svd_vjp,
-    embedded_cotangents=True,
-    jvp_extents=True,
+    structured_rules=True,
     cost=lambda in_avals, out_avals, params: 10.0 * math.prod(in_avals[0].shape) * out_avals[1].shape[0],
 )
 
@@ -320,7 +299,7 @@ def _eigh_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
         inner = _symmetric_part(s, s.mul(f, s.einsum([v, vb], "ai,aj->ij")))
         abar = s.einsum([v, inner, v], "ai,ij,bj->ab")
     if wb is not None:
-        abar = accumulate(s, abar, s.einsum([v, wb, v], "ai,i,bi->ab"))
+        abar = s.accumulate(abar, s.einsum([v, wb, v], "ai,i,bi->ab"))
     return (abar,)
 
 
@@ -330,5 +309,6 @@ eigh_p = _RULES.define(
     _eigh_impl,
     _eigh_jvp,
     _eigh_vjp,
+    structured_rules=True,
     cost=lambda in_avals, out_avals, params: 9.0 * in_avals[0].shape[0] ** 3,  # tridiagonalisation and vectors
 )

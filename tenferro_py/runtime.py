@@ -12,13 +12,12 @@ import numpy as np
 from . import einsum as _einsum
 from . import linalg as _linalg
 from .engine import CpuEngine
-from .errors import (
-    DTypeMismatch, InvalidArgument, NonScalarGrad, NotReachable, RuntimeMismatch, ShapeMismatch, Unsupported,
-)
-from .ops import CORE_RULES
+from .errors import DTypeMismatch, InvalidArgument, NonScalarGrad, NotReachable, RuntimeMismatch, ShapeMismatch
+from .ops import core_rules
 from .rules import RuleSet
-from .session import EagerSession, TangentSession
-from .tape import EagerTensor, Leaf, TangentMemo, densify, forward_sweep, push_tangents, reverse_sweep, tensor_key
+from .session import EagerSession
+from .structure import dense
+from .tape import EagerTensor, ForwardTrace, Leaf, TangentMemo, ancestors, reaching, reverse_sweep, tensor_key
 from .tensor import Aval, Tensor
 
 R = TypeVar("R")
@@ -27,19 +26,20 @@ R = TypeVar("R")
 class AdContext:
     """The AD rule set and options that runtimes made with it share.
 
-    ``AdContext()`` has every rule of the library; ``AdContext.builder()``
-    starts from the core (elementwise and shape ops) and adds rule sets such as
-    ``tenferro_py.linalg.semantic_ad_rules()``.
+    ``AdContext()`` has every rule of the library; ``AdContext.builder()`` starts from the
+    core (elementwise and shape ops) and adds rule sets such as
+    ``tenferro_py.linalg.semantic_ad_rules()``. The context keeps its own copy of the rules
+    it is given: merging more into that set later changes no context already built.
     """
 
     __slots__ = ("_rules", "_derivative_eps")
 
     def __init__(self, rules: RuleSet | None = None, derivative_eps: float = _linalg.DEFAULT_DERIVATIVE_EPS):
         if rules is None:
-            rules = CORE_RULES.merge(_einsum.semantic_ad_rules()).merge(_linalg.semantic_ad_rules())
+            rules = core_rules().merge(_einsum.semantic_ad_rules()).merge(_linalg.semantic_ad_rules())
         if not isinstance(rules, RuleSet):
             raise InvalidArgument("AdContext", "a RuleSet", type(rules).__name__)
-        self._rules = rules
+        self._rules = rules.copy()
         self._derivative_eps = _linalg.check_derivative_eps("AdContext", derivative_eps)
 
     @staticmethod
@@ -48,7 +48,8 @@ class AdContext:
 
     @property
     def rules(self) -> RuleSet:
-        return self._rules
+        """A copy of the context's rules."""
+        return self._rules.copy()
 
     @property
     def derivative_eps(self) -> float:
@@ -65,12 +66,12 @@ class AdContextBuilder:
     __slots__ = ("_rules", "_eps")
 
     def __init__(self) -> None:
-        self._rules = CORE_RULES
+        self._rules = core_rules()
         self._eps: float = _linalg.DEFAULT_DERIVATIVE_EPS
 
     def with_semantic_extension_rules(self, rules: RuleSet) -> "AdContextBuilder":
         """Add a family's rules (for example ``tenferro_py.linalg.semantic_ad_rules()``)."""
-        self._rules = self._rules.merge(rules)
+        self._rules.merge(rules)
         return self
 
     def with_derivative_eps(self, eps: float) -> "AdContextBuilder":
@@ -82,18 +83,55 @@ class AdContextBuilder:
         return AdContext(self._rules, self._eps)
 
 
-class EagerRuntime:
-    """Owns variables, their grad slots and the tape; runs sessions and transforms."""
+class GradMode:
+    """A guard that sets whether a runtime records, from when it is made until it is closed.
 
-    __slots__ = ("_ad", "_leaves", "_no_grad", "_carrying", "__weakref__")
+    ``with rt.no_grad():`` closes it at the end of the block. As with tenferro's guards,
+    ``guard = rt.no_grad()`` holds until the guard is dropped (or ``guard.close()``).
+    Guards may close in any order: the newest open one decides.
+    """
+
+    __slots__ = ("_rt", "_token", "__weakref__")
+
+    def __init__(self, rt: "EagerRuntime", recording: bool):
+        self._rt = rt
+        self._token: tuple | None = (object(), recording)
+        rt._modes.append(self._token)
+        rt._recording = recording
+
+    def close(self) -> None:
+        """End this guard (once; later calls do nothing)."""
+        if self._token is not None:
+            rt, self._token, token = self._rt, None, self._token
+            rt._modes.remove(token)
+            rt._recording = rt._modes[-1][1] if rt._modes else True
+
+    def __enter__(self) -> "GradMode":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class EagerRuntime:
+    """Owns variables, their grad slots and the tape; runs sessions and transforms.
+
+    A runtime is used from one thread at a time.
+    """
+
+    __slots__ = ("_ad", "_leaves", "_modes", "_recording", "_traces", "__weakref__")
 
     def __init__(self, ad_context: AdContext | None = None):
         if ad_context is not None and not isinstance(ad_context, AdContext):
             raise InvalidArgument("EagerRuntime", "an AdContext", type(ad_context).__name__)
         self._ad = ad_context if ad_context is not None else AdContext()
         self._leaves: "weakref.WeakSet[Leaf]" = weakref.WeakSet()
-        self._no_grad = 0
-        self._carrying = False  # a vjp_jvp's sweep is running: its tangents live in one session
+        self._modes: list[tuple] = []  # the open grad-mode guards' tokens, oldest first
+        self._recording = True
+        self._traces: list[ForwardTrace] = []  # forward traces that every op is pushed through
 
     @classmethod
     def with_ad_context(cls, ad: AdContext) -> "EagerRuntime":
@@ -106,7 +144,7 @@ class EagerRuntime:
     @property
     def recording(self) -> bool:
         """False inside ``no_grad()``: op results are then constants."""
-        return self._no_grad == 0
+        return self._recording
 
     # --- values -------------------------------------------------------------
 
@@ -120,11 +158,19 @@ class EagerRuntime:
         raise InvalidArgument(op, "a Tensor or an EagerTensor", type(t).__name__)
 
     def variable_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
-        """A tracked leaf with a grad slot; from an EagerTensor, a fresh leaf (the trace is cut)."""
+        """A tracked leaf with a grad slot; from an EagerTensor, a fresh leaf (the tape is cut there).
+
+        While a forward trace is active (inside ``vjp_jvp``) the leaf keeps the tangent of the
+        tensor it was made from: it holds the same value.
+        """
         value, aval = self._host_value("variable_from", t)
         leaf = Leaf(aval.shape, aval.dtype)
         self._leaves.add(leaf)
-        return EagerTensor(self, value, aval, leaf)
+        x = EagerTensor(self, value, aval, leaf)
+        if self._traces and isinstance(t, EagerTensor):
+            for trace in self._traces:
+                trace.alias(x, t)
+        return x
 
     def constant_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
         """An untracked tensor."""
@@ -142,10 +188,10 @@ class EagerRuntime:
             raise RuntimeMismatch(op, "tensors of this runtime", "a tensor of another EagerRuntime")
         return x
 
-    # --- sessions -------------------------------------------------------------
+    # --- sessions and modes -------------------------------------------------------
 
     def with_eager_session(self, engine: CpuEngine, f: Callable[[EagerSession], R]) -> R:
-        """Run ``f(session)``: its ops run at once on ``engine`` and are recorded."""
+        """Run ``f(session)``: its ops run on ``engine`` and are recorded; all of its kernels are done when it returns."""
         with self._session(engine) as s:
             return f(s)
 
@@ -153,36 +199,44 @@ class EagerRuntime:
     def _session(self, engine: CpuEngine) -> Iterator[EagerSession]:
         if not isinstance(engine, CpuEngine):
             raise InvalidArgument("EagerRuntime", "a CpuEngine", type(engine).__name__)
-        if self._carrying:  # the ops of another session would not carry tangents: the jvp would be wrong
-            raise Unsupported(
-                "vjp_jvp", "rules that emit their ops into the session they are given",
-                "a rule that opened a session of its own (a nested transform); take the jvp of a recorded vjp",
-            )
         with engine.active():
             yield EagerSession(self, engine)
 
-    @contextlib.contextmanager
-    def no_grad(self) -> Iterator[None]:
-        """Within it, op results are constants (nothing is recorded)."""
-        self._no_grad += 1
-        try:
-            yield
-        finally:
-            self._no_grad -= 1
+    def no_grad(self) -> GradMode:
+        """A guard within which op results are constants (nothing is recorded)."""
+        return GradMode(self, recording=False)
 
-    @contextlib.contextmanager
-    def enable_grad(self) -> Iterator[None]:
-        """Within it, ops are recorded even inside ``no_grad()``: for rules that build a graph of their own."""
-        saved, self._no_grad = self._no_grad, 0
-        try:
-            yield
-        finally:
-            self._no_grad = saved
+    def enable_grad(self) -> GradMode:
+        """A guard within which ops are recorded even inside ``no_grad()``: for rules that build a graph of their own."""
+        return GradMode(self, recording=True)
 
     def clear_grads(self) -> None:
         """Empty the grad slot of every variable of this runtime."""
         for leaf in list(self._leaves):
             leaf.grad = None
+
+    @contextlib.contextmanager
+    def _tracing(self, trace: ForwardTrace) -> Iterator[None]:
+        """Push every op of every session through ``trace`` meanwhile (the newest trace first)."""
+        self._traces.append(trace)
+        try:
+            yield
+        finally:
+            self._traces.remove(trace)
+
+    def _carry(self, s: EagerSession, prim: Any, params: dict, inputs: tuple, outputs: tuple) -> None:
+        """Push one op through the active traces, newest first; each runs its rule with only older traces active.
+
+        So an older trace also differentiates a newer one's tangent ops (forward over forward),
+        and no trace sees its own rule's ops.
+        """
+        traces = self._traces
+        try:
+            for k in reversed(range(len(traces))):
+                self._traces = traces[:k]
+                traces[k].push(s, prim, params, inputs, outputs)
+        finally:
+            self._traces = traces
 
     # --- transforms -------------------------------------------------------------
 
@@ -216,7 +270,7 @@ class EagerRuntime:
                 self._unreached(op, w, optional)
                 results.append(None)
             elif key in cts:
-                results.append(densify(s, cts[key]))
+                results.append(dense(s, cts[key]))
             else:
                 results.append(s.zeros(w.shape, w.dtype))
         return results
@@ -241,7 +295,7 @@ class EagerRuntime:
         targets, many = self._wrt_list(op, wrt)
         cot = self._direction(op, "a cotangent", cot, out)
         with self._session(engine) as s:
-            cts, met = reverse_sweep(s, self._ad.rules, [(out, cot)], targets)
+            cts, met = reverse_sweep(s, self._ad._rules, [(out, cot)], targets)
             results = self._swept(s, op, targets, cts, met, optional)
         return results if many else results[0]
 
@@ -271,6 +325,18 @@ class EagerRuntime:
         """As :meth:`grad`, with None where ``wrt`` does not reach ``out``."""
         return self._vjp("grad_optional", engine, out, wrt, self._scalar_seed("grad_optional", out), optional=True)
 
+    def _forward(self, s: EagerSession, out: EagerTensor, seeds: list, memo: TangentMemo | None) -> tuple[ForwardTrace, set]:
+        """The trace of the tangents between ``seeds`` and ``out`` (replayed, or lent by ``memo``), and
+        the seeded tensors that reach ``out``. An empty memo is filled."""
+        trace = ForwardTrace(self._ad._rules, memo, [w for w, _ in seeds])
+        for w, t in seeds:
+            trace.seed(s, w, t)
+        nodes = ancestors([out])
+        trace.replay(s, nodes)
+        if memo is not None and not memo.filled:
+            memo.fill(seeds, trace, nodes)
+        return trace, reaching([tensor_key(w) for w, _ in seeds], nodes, [out])
+
     def _jvp(self, op: str, engine: CpuEngine, out: Any, wrt: Any, tan: Any, optional: bool, memo: Any) -> Any:
         out = self.check_owned(op, out)
         sources, many = self._wrt_list(op, wrt)
@@ -281,12 +347,12 @@ class EagerRuntime:
         seeds = [(w, t) for w, t in zip(sources, tans) if w.is_tracked]
         self._check_memo(op, memo, seeds)
         with self._session(engine) as s:
-            (result,), met = forward_sweep(s, self._ad.rules, [out], seeds, memo)
-            reached = [tensor_key(w) in met for w, _ in seeds]
-            if not any(reached):
+            trace, reached = self._forward(s, out, seeds, memo)
+            if not reached:
                 self._unreached(op, seeds[0][0] if seeds else sources[0], optional)
                 return None
-            return result if result is not None else s.zeros(out.shape, out.dtype)
+            result = trace.tangent(out)
+            return dense(s, result) if result is not None else s.zeros(out.shape, out.dtype)
 
     def jvp(
         self, engine: CpuEngine, out: EagerTensor, wrt: Any, tan: Any, memo: TangentMemo | None = None
@@ -312,10 +378,11 @@ class EagerRuntime:
     ) -> tuple[Any, Any]:
         """(the vjp of ``cot`` through ``out`` to ``wrt``, its jvp) in one pass that records nothing.
 
-        The jvp is along ``wrt_tangent`` (one per wrt) and ``cot_tangent`` (None: zero):
-        the numbers of ``jvp`` of a recorded ``vjp``, without the recording and the
-        second sweep. The pullback reads tensors between wrt and out, whose whole
-        tangents are computed first, or lent by ``memo`` (see :meth:`jvp`).
+        The jvp is along ``wrt_tangent`` (one per wrt) and ``cot_tangent`` (None: zero): the
+        numbers of ``jvp`` of a recorded ``vjp``, without the recording and the second sweep.
+        The tangents of the tensors between wrt and out are replayed first, or lent by
+        ``memo`` (see :meth:`jvp`); then the pullback runs with the trace active, so that
+        every op it runs, in any session, carries its tangent.
         """
         op = "vjp_jvp"
         out = self.check_owned(op, out)
@@ -326,17 +393,16 @@ class EagerRuntime:
         cot_dot = None if cot_tangent is None else self._direction(op, "a cotangent's tangent", cot_tangent, out)
         self._check_memo(op, memo, seeds)
         with self._session(engine) as s:
-            tangents, _ = push_tangents(s, self._ad.rules, [out], seeds, memo, whole=True)
-            dual = TangentSession(self, engine, tangents)
+            trace, _ = self._forward(s, out, seeds, memo)
             if cot_dot is not None:
-                dual.set_tangent(cot, cot_dot)
-            self._carrying = True
-            try:
-                cts, met = reverse_sweep(dual, self._ad.rules, [(out, cot)], targets)
-            finally:
-                self._carrying = False
-            results = self._swept(dual, op, targets, cts, met, False)
-            results_dot = [dual.dense_tangent(ct) for ct in results]
+                trace.seed(s, cot, cot_dot)
+            with self._tracing(trace):
+                cts, met = reverse_sweep(s, self._ad._rules, [(out, cot)], targets)
+                results = self._swept(s, op, targets, cts, met, False)
+            results_dot = []
+            for r in results:
+                t = trace.tangent(r)
+                results_dot.append(dense(s, t) if t is not None else s.zeros(r.shape, r.dtype))
         return (results, results_dot) if many else (results[0], results_dot[0])
 
     def _backward(self, out: EagerTensor, seed: Any, engine: CpuEngine | None) -> None:
@@ -348,8 +414,8 @@ class EagerRuntime:
         if not out.is_tracked:
             raise NotReachable(op, "a tracked output (one that depends on a variable)", "a constant")
         with self.no_grad(), self._session(engine or CpuEngine.serial()) as s:
-            cts, met = reverse_sweep(s, self._ad.rules, [(out, seed)], None)
+            cts, met = reverse_sweep(s, self._ad._rules, [(out, seed)], None)
             for leaf, _ in met:
                 ct = cts.get((leaf, 0))
-                incoming = densify(s, ct).value()._array if ct is not None else np.zeros(leaf.shape, leaf.dtype)
+                incoming = dense(s, ct).value()._array if ct is not None else np.zeros(leaf.shape, leaf.dtype)
                 leaf.grad = incoming if leaf.grad is None else leaf.grad + incoming

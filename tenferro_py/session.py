@@ -1,12 +1,15 @@
 """EagerSession: one method per op; each checks its arguments and binds a primitive.
 
-Binding runs the kernel on the session's engine at once and, when an input is
-tracked and the runtime records, puts a node on the tape.
+Binding runs the kernel on the session's engine (at once, or scheduled on a wide engine),
+puts a node on the tape when an input is tracked and the runtime records, and, while the
+runtime has forward traces active (the jvp of a pullback being taken), pushes the op through
+them. Ops also take the structured tangents and cotangents that derivative rules pass
+around (:mod:`tenferro_py.structure`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -17,13 +20,9 @@ from .errors import InvalidArgument
 from .ops import elementwise as _ew
 from .ops import structural as _st
 from .ops.structural import SliceConfig
-from .tape import EagerTensor, Node, Product, call_jvp, densify, rule_for, tensor_key, whole_box
-from .tensor import Tensor, check_shape
-
-if TYPE_CHECKING:
-    from .engine import CpuEngine
-    from .rules import Primitive
-    from .runtime import EagerRuntime
+from .structure import Structured, dense
+from .tape import EagerTensor, Node, reverse_sweep, tensor_key
+from .tensor import Aval, Tensor, check_shape
 
 
 class EagerSession:
@@ -31,30 +30,82 @@ class EagerSession:
 
     __slots__ = ("_rt", "_engine")
 
-    def __init__(self, runtime: "EagerRuntime", engine: "CpuEngine"):
+    def __init__(self, runtime: Any, engine: Any):
         self._rt = runtime
         self._engine = engine
 
     @property
-    def runtime(self) -> "EagerRuntime":
+    def runtime(self) -> Any:
+        """The :class:`~tenferro_py.EagerRuntime` whose tape this session records on."""
         return self._rt
 
     @property
-    def engine(self) -> "CpuEngine":
+    def engine(self) -> Any:
+        """The :class:`~tenferro_py.CpuEngine` this session's kernels run on."""
         return self._engine
 
-    def bind(self, prim: "Primitive", *inputs: object, **params: object) -> tuple[EagerTensor, ...]:
+    def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
         """Check, run and (when tracked) record one primitive; returns its outputs."""
         rt = self._rt
-        xs = tuple([x if type(x) is EagerTensor and x._rt is rt else rt.operand(prim.name, x) for x in inputs])
+        xs = tuple([x if type(x) is EagerTensor and x._rt is rt else self._operand(prim.name, x) for x in inputs])
+        if any([type(x) is not EagerTensor for x in xs]):
+            return self._bind_structured(prim, xs, params)
         in_avals = tuple([x._aval for x in xs])
         avals = prim.abstract(*in_avals, **params)
         values = self._engine.run(prim, [x._value for x in xs], params, in_avals, avals)
-        if rt._no_grad == 0 and any([x._node is not None for x in xs]):
+        if rt._recording and any([x._node is not None for x in xs]):
             node = Node(prim, params, xs, values, avals)
-            return tuple([EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals))])
-        return tuple([EagerTensor(rt, v, a) for v, a in zip(values, avals)])
+            outs = tuple([EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals))])
+        else:
+            outs = tuple([EagerTensor(rt, v, a) for v, a in zip(values, avals)])
+        if rt._traces:
+            rt._carry(self, prim, params, xs, outs)
+        return outs
 
+    def _operand(self, op: str, x: object) -> Any:
+        """An op's input: a structured value as it is, else as the runtime takes operands."""
+        return x if isinstance(x, Structured) else self._rt.operand(op, x)
+
+    def _bind_structured(self, prim: Any, xs: tuple, params: dict) -> tuple:
+        """A primitive on structured inputs: its structured form where it has one, else on the dense values."""
+        prim.abstract(*[Aval(x.shape, x.dtype) for x in xs], **params)  # the op's own checks first
+        if prim.structured is not None:
+            out = prim.structured(self, *xs, **params)
+            if out is not NotImplemented:
+                return tuple(out)
+        return self.bind(prim, *[dense(self, x) for x in xs], **params)
+
+    def accumulate(self, a: Any, b: Any) -> Any:
+        """a + b for tangents or cotangents, where None is a symbolic zero."""
+        if a is None:
+            return b
+        if b is None:
+            return a
+        return self.add(a, b)
+
+    def transpose_linear(self, f: Callable[[list], Sequence], primals: Sequence[Any], cotangents: Sequence[Any],
+                         needs: Sequence[bool]) -> tuple:
+        """The transpose of a linear map f (tangents like ``primals`` -> tangents of some outputs) at ``cotangents``.
+
+        f runs on placeholder variables (recorded even under ``no_grad``), and reverse mode
+        takes ȳ ↦ ∂/∂t Re⟨ȳ, f(t)⟩ through it in this session, so the result is recorded, or
+        carries a tangent, as this session's ops do. Entries where not ``needs`` are None.
+        """
+        rt = self._rt
+        with rt.enable_grad():  # the placeholders' graph is needed under no_grad too
+            placeholders = [rt.variable_from(self.zeros(p.shape, p.dtype)) for p in primals]
+            pairing = None
+            for t, ct in zip(f(placeholders), cotangents):
+                if t is not None and ct is not None:
+                    term = self.reduce_sum(self.mul(self.conj(ct), t))
+                    pairing = self.accumulate(pairing, self.real(term) if term.dtype.kind == "c" else term)
+        wanted = [x for x, need in zip(placeholders, needs) if need]
+        if pairing is None or not wanted:
+            return tuple(None for _ in primals)
+        one = self.constant_from(Tensor.scalar(1.0, pairing.dtype))
+        cts, _ = reverse_sweep(self, rt.ad_context._rules, [(pairing, one)], wanted)
+        found = iter(dense(self, cts[tensor_key(x)]) if tensor_key(x) in cts else None for x in wanted)
+        return tuple(next(found) if need else None for need in needs)
 
     # --- leaves ----------------------------------------------------------------
 
@@ -128,7 +179,7 @@ class EagerSession:
 
     def broadcast_in_dim(self, x: EagerTensor, shape: Sequence[int], dims: Sequence[int]) -> EagerTensor:
         """StableHLO broadcast: input axis i becomes output axis dims[i] (size 1 or equal)."""
-        x = self._rt.operand("broadcast_in_dim", x)
+        x = self._operand("broadcast_in_dim", x)
         shape = check_shape("broadcast_in_dim", shape)
         dims = _st.check_axes("broadcast_in_dim", "dims", dims, len(shape))
         if len(dims) != x.ndim:
@@ -137,13 +188,13 @@ class EagerSession:
 
     def reduce_sum(self, x: EagerTensor, axes: Sequence[int] | None = None) -> EagerTensor:
         """Sum over ``axes`` (all when None); the reduced axes are removed."""
-        x = self._rt.operand("reduce_sum", x)
+        x = self._operand("reduce_sum", x)
         axes = tuple(range(x.ndim)) if axes is None else _st.check_axes("reduce_sum", "axes", axes, x.ndim)
         return self.bind(_st.reduce_sum, x, axes=axes)[0]
 
     def transpose(self, x: EagerTensor, perm: Sequence[int]) -> EagerTensor:
         """Output axis i is input axis perm[i]."""
-        x = self._rt.operand("transpose", x)
+        x = self._operand("transpose", x)
         perm = _st.check_axes("transpose", "perm", perm, x.ndim)
         if len(perm) != x.ndim:
             raise InvalidArgument("transpose", f"a permutation of {x.ndim} axes", f"{list(perm)}")
@@ -151,13 +202,13 @@ class EagerSession:
 
     def reshape(self, x: EagerTensor, shape: Sequence[int]) -> EagerTensor:
         """Same elements in column-major order, new shape (to the same shape: x itself)."""
-        x = self._rt.operand("reshape", x)
+        x = self._operand("reshape", x)
         shape = check_shape("reshape", shape)
         return x if shape == x.shape else self.bind(_st.reshape, x, shape=shape)[0]
 
     def slice(self, x: EagerTensor, config: SliceConfig) -> EagerTensor:
         """x[starts:limits:strides] per axis (limits exclusive)."""
-        x = self._rt.operand("slice", x)
+        x = self._operand("slice", x)
         starts, limits, strides = _st.check_slice(config, x.shape)
         return self.bind(_st.slice_, x, starts=starts, limits=limits, strides=strides)[0]
 
@@ -165,7 +216,7 @@ class EagerSession:
         self, x: EagerTensor, shape: Sequence[int], starts: Sequence[int], strides: Sequence[int] | None = None
     ) -> EagerTensor:
         """Zeros of ``shape`` with x placed from ``starts`` every ``strides`` (the transpose of slice)."""
-        x = self._rt.operand("pad", x)
+        x = self._operand("pad", x)
         shape = check_shape("pad", shape)
         starts = check_shape("pad", starts)
         strides = check_shape("pad", strides) if strides is not None else (1,) * x.ndim
@@ -177,7 +228,7 @@ class EagerSession:
         """Einstein summation, e.g. ``einsum([a, b], "ij,jk->ik")``; ``"xyxy->"`` is a trace."""
         if not isinstance(operands, (list, tuple)) or not operands:
             raise InvalidArgument("einsum", "a non-empty list of operands", repr(operands))
-        xs = [self._rt.operand("einsum", x) for x in operands]
+        xs = [self._operand("einsum", x) for x in operands]
         inputs, output = _einsum.parse(subscripts, [x.shape for x in xs])
         if len(xs) <= 2:
             return self.bind(_einsum.einsum_p, *xs, inputs=inputs, output=output)[0]
@@ -206,55 +257,3 @@ class EagerSession:
             derivative_eps = _linalg.check_derivative_eps("eigh", derivative_eps)
         w, v = self.bind(_linalg.eigh_p, x, derivative_eps=derivative_eps)
         return w, v
-
-
-class TangentSession(EagerSession):
-    """A session that carries a tangent along every op it runs: forward mode as the ops happen.
-
-    Each op's tangent comes from its JVP rule, run in a plain session on the same
-    engine, from the tangents of its inputs: those made in this session, or those
-    given at the start (``tangents``: by tensor key, absent meaning zero). Running a
-    pullback here gives the pullback and its jvp in one pass, without recording it.
-    """
-
-    __slots__ = ("_plain", "_tangents")
-
-    def __init__(self, runtime: "EagerRuntime", engine: "CpuEngine", tangents: dict):
-        super().__init__(runtime, engine)
-        self._plain = EagerSession(runtime, engine)
-        self._tangents: dict = dict(tangents)  # key -> tangent, or (tensor, tangent) for an untracked tensor
-
-    @staticmethod
-    def _key(x: EagerTensor) -> object:
-        return tensor_key(x) if x._node is not None else id(x)
-
-    def tangent(self, x: EagerTensor) -> "EagerTensor | Product | None":
-        """x's tangent (None: zero); a Product stays factored."""
-        found = self._tangents.get(self._key(x))
-        return found[1] if x._node is None and found is not None else found
-
-    def set_tangent(self, x: EagerTensor, tangent: "EagerTensor | Product") -> None:
-        """Give x (made elsewhere) a tangent."""
-        self._tangents[self._key(x)] = tangent if x._node is not None else (x, tangent)
-
-    def dense_tangent(self, x: EagerTensor) -> EagerTensor:
-        """x's tangent as an ordinary tensor (zeros for a symbolic zero)."""
-        t = self.tangent(x)
-        return self._plain.zeros(x.shape, x.dtype) if t is None else densify(self._plain, t)
-
-    def bind(self, prim: "Primitive", *inputs: object, **params: object) -> tuple[EagerTensor, ...]:
-        outs = super().bind(prim, *inputs, **params)
-        xs = [x if type(x) is EagerTensor else self._rt.operand(prim.name, x) for x in inputs]
-        tangents: list = [self.tangent(x) for x in xs]
-        if all(t is None for t in tangents):
-            return outs
-        rule = rule_for(self._rt.ad_context.rules, prim, "jvp")
-        for i, (x, t) in enumerate(zip(xs, tangents)):
-            if type(t) is Product and not rule.factored_tangents:
-                tangents[i] = densify(self._plain, t)
-                self.set_tangent(x, tangents[i])
-        extents = [whole_box(o.shape) for o in outs]
-        for o, t in zip(outs, call_jvp(self._plain, rule, tangents, tuple(xs), outs, extents, params)):
-            if t is not None:
-                self.set_tangent(o, t)
-        return outs

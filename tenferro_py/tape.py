@@ -1,36 +1,43 @@
-"""The eager tape: tensors, recorded nodes, and the reverse and forward sweeps.
+"""The eager tape: tensors, recorded nodes, the reverse sweep and the forward trace.
 
-Every op with a tracked input records one :class:`Node` holding its primitive,
-parameters, input tensors and output values (the residuals its rules reuse).
-Nodes point only backwards, to their inputs, so a graph lives exactly as long
-as some tensor refers to it: Python's reference counting frees a tape nobody
-holds, with no cycle for the garbage collector. Node ids grow with creation,
-so sorting by id is a topological order.
+Every op with a tracked input records one :class:`Node` holding its primitive, parameters,
+input tensors and output values (the residuals its rules reuse). Nodes point only
+backwards, to their inputs, so a graph lives exactly as long as some tensor refers to it:
+Python's reference counting frees a tape nobody holds, with no cycle for the garbage
+collector. Node ids grow with creation, so sorting by id is a topological order.
 
-The tape knows nothing of particular ops: it calls rules through the
-interface of :mod:`tenferro_py.rules`.
+Reverse mode is :func:`reverse_sweep`: cotangents pulled from outputs back through the
+recorded nodes by their VJP rules. Forward mode is one mechanism, :class:`ForwardTrace`:
+tangents pushed op by op through the ops' JVP rules, either by replaying recorded nodes
+(the jvp of a recorded graph) or as a session runs its ops (the jvp of a pullback, taken
+while the pullback runs).
+
+The tape knows nothing of particular ops. It calls rules through the interface of
+:mod:`tenferro_py.rules`, asks the session it is given to sum two cotangents
+(``s.accumulate``), and makes structured values dense (:func:`tenferro_py.structure.dense`)
+for rules that do not take them.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
-from typing import TYPE_CHECKING, Any, Container, Iterable, NamedTuple, Sequence
+from typing import Any, Hashable, Iterable, Protocol, Sequence
 
 import numpy as np
 
 from .engine import Pending, resolve
 from .errors import InvalidArgument, Unsupported
+from .structure import dense
 from .tensor import Aval, Tensor
 
-if TYPE_CHECKING:
-    from .engine import CpuEngine
-    from .rules import Primitive, RuleSet
-    from .runtime import EagerRuntime
-    from .session import EagerSession
-
 _ids = itertools.count()
+
+
+class Owner(Protocol):
+    """What a tensor needs of its runtime: the stateful reverse sweep."""
+
+    def _backward(self, out: "EagerTensor", seed: Any, engine: Any) -> None: ...
 
 
 class Leaf:
@@ -50,7 +57,7 @@ class Node:
 
     __slots__ = ("id", "prim", "params", "inputs", "values", "avals", "__weakref__")
 
-    def __init__(self, prim: "Primitive", params: dict, inputs: tuple, values: tuple, avals: tuple):
+    def __init__(self, prim: Any, params: dict, inputs: tuple, values: tuple, avals: tuple):
         self.id = next(_ids)
         self.prim = prim
         self.params = params
@@ -62,20 +69,14 @@ class Node:
 class EagerTensor:
     """A value in one :class:`~tenferro_py.EagerRuntime`: tracked or constant.
 
-    Tracked tensors are variables (made by ``variable_from``) or results of ops
-    with a tracked input; constants carry no derivative.
+    Tracked tensors are variables (made by ``variable_from``) or results of ops with a
+    tracked input; constants carry no derivative.
     """
 
     __slots__ = ("_rt", "_value", "_aval", "_node", "_index")
 
-    def __init__(
-        self,
-        rt: "EagerRuntime",
-        value: "np.ndarray | Pending",
-        aval: Aval,
-        node: Leaf | Node | None = None,
-        index: int = 0,
-    ):
+    def __init__(self, rt: Owner, value: "np.ndarray | Pending", aval: Aval, node: Leaf | Node | None = None,
+                 index: int = 0):
         self._rt = rt
         self._value = value  # the array, or its kernel's Pending output on a wide engine
         self._aval = aval
@@ -99,7 +100,8 @@ class EagerTensor:
         return self._aval
 
     @property
-    def runtime(self) -> "EagerRuntime":
+    def runtime(self) -> Any:
+        """The :class:`~tenferro_py.EagerRuntime` this tensor lives in."""
         return self._rt
 
     @property
@@ -116,7 +118,7 @@ class EagerTensor:
         """The host value (shares the immutable buffer); waits for its kernel if needed."""
         return Tensor(resolve(self._value))
 
-    def to_tensor(self, engine: "CpuEngine") -> Tensor:
+    def to_tensor(self, engine: Any) -> Tensor:
         """A host copy of the value (tenferro's ``to_tensor(&mut eng)``)."""
         return Tensor(np.array(resolve(self._value)))
 
@@ -135,11 +137,11 @@ class EagerTensor:
         if isinstance(self._node, Leaf):
             self._node.grad = None
 
-    def backward(self, engine: "CpuEngine | None" = None) -> None:
+    def backward(self, engine: Any = None) -> None:
         """Accumulate d(self)/d(leaf) into every reachable variable's slot; self must be a scalar."""
         self._rt._backward(self, None, engine)
 
-    def backward_with(self, seed: "Tensor | EagerTensor", engine: "CpuEngine | None" = None) -> None:
+    def backward_with(self, seed: "Tensor | EagerTensor", engine: Any = None) -> None:
         """Accumulate the VJP of ``seed`` (self's shape and dtype) into reachable variables' slots."""
         self._rt._backward(self, seed, engine)
 
@@ -148,43 +150,18 @@ class EagerTensor:
         return f"EagerTensor({kind}, shape={list(self.shape)}, dtype={self.dtype})"
 
 
-def output_tensors(rt: "EagerRuntime", node: Node) -> tuple[EagerTensor, ...]:
+def output_tensors(rt: Owner, node: Node) -> tuple[EagerTensor, ...]:
     """The outputs of a recorded node, as tracked tensors (the rules' view of residuals)."""
     return tuple(EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(node.values, node.avals)))
 
 
-class Embedded(NamedTuple):
-    """A cotangent that is zero except for ``block`` at ``starts`` (stride ``strides``).
-
-    A slice's VJP returns one, so that rules which know this structure (the
-    SVD's) skip the zeros; other rules see it made dense.
-    """
-
-    block: EagerTensor
-    shape: tuple[int, ...]
-    starts: tuple[int, ...]
-    strides: tuple[int, ...]
+def tensor_key(x: EagerTensor) -> Hashable:
+    """What identifies a tensor to the sweeps: a tracked one's node (or leaf) and output index; a
+    constant itself (a key that keeps it alive, so its identity is not reused)."""
+    return (x._node, x._index) if x._node is not None else x
 
 
-class Product(NamedTuple):
-    """A matrix tangent kept as the product ``left @ right``, not multiplied out.
-
-    The SVD's JVP gives dU = U·J and dVᴴ = J'·Vᴴ so: what reads them (the SVD's own
-    VJP, under forward-over-reverse) mostly contracts them to thin matrices, which
-    then costs O(m K k) instead of the O(m K²) of forming them. Rules that know
-    this structure (einsum, slice, transpose, conj) carry it; others get it multiplied out.
-    """
-
-    left: EagerTensor
-    right: EagerTensor
-
-
-def tensor_key(x: EagerTensor) -> tuple[Any, int]:
-    """What identifies a tracked tensor on the tape: its node (or leaf) and output index."""
-    return (x._node, x._index)
-
-
-def _ancestors(roots: Iterable[EagerTensor]) -> list[Node]:
+def ancestors(roots: Iterable[EagerTensor]) -> list[Node]:
     """Recorded nodes that the roots depend on, in topological order."""
     seen: dict[int, Node] = {}
     todo = list(roots)
@@ -196,27 +173,16 @@ def _ancestors(roots: Iterable[EagerTensor]) -> list[Node]:
     return [seen[i] for i in sorted(seen)]
 
 
-def densify(s: "EagerSession", x: "EagerTensor | Embedded | Product") -> EagerTensor:
-    """An Embedded cotangent or a Product tangent as an ordinary tensor."""
-    if isinstance(x, Embedded):
-        return s.pad(x.block, x.shape, x.starts, x.strides)
-    if isinstance(x, Product):
-        return s.einsum([x.left, x.right], "ij,jk->ik")
-    return x
+def reaching(keys: Iterable[Hashable], nodes: Sequence[Node], outs: Sequence[EagerTensor]) -> set:
+    """Those of ``keys`` that some of ``outs`` depends on (``nodes``: the outputs' ancestors)."""
+    wanted = set(keys)
+    found = {tensor_key(o) for o in outs} & wanted
+    for node in nodes:
+        found.update(k for k in map(tensor_key, node.inputs) if k in wanted)
+    return found
 
 
-def accumulate(s: "EagerSession", a: Any, b: Any) -> Any:
-    """Sum of two tangents or cotangents, keeping symbolic zeros and like Embedded blocks sparse."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if type(a) is Embedded and type(b) is Embedded and a[1:] == b[1:] and a.block.shape == b.block.shape:
-        return Embedded(s.add(a.block, b.block), a.shape, a.starts, a.strides)
-    return s.add(densify(s, a), densify(s, b))
-
-
-def rule_for(rules: "RuleSet", prim: "Primitive", transform: str) -> Any:
+def rule_for(rules: Any, prim: Any, transform: str) -> Any:
     """The rules of ``prim``, or Unsupported naming it and the transform that needed them."""
     rule = rules.get(prim.name)
     if rule is None:
@@ -224,18 +190,14 @@ def rule_for(rules: "RuleSet", prim: "Primitive", transform: str) -> Any:
     return rule
 
 
-def reverse_sweep(
-    s: "EagerSession",
-    rules: "RuleSet",
-    roots: Sequence[tuple[EagerTensor, EagerTensor]],
-    wrt: Sequence[EagerTensor] | None,
-) -> tuple[dict, set]:
+def reverse_sweep(s: Any, rules: Any, roots: Sequence[tuple[EagerTensor, Any]],
+                  wrt: Sequence[EagerTensor] | None) -> tuple[dict, set]:
     """Propagate cotangents from (output, cotangent) pairs back to ``wrt``.
 
     With ``wrt`` None, every reachable variable is a target. A target may be an
-    intermediate, even one downstream of another target: its cotangent is all
-    that flows into it. Returns the cotangent per reached target key (absent
-    means a symbolic zero) and the set of target keys that reach some root.
+    intermediate, even one downstream of another target: its cotangent is all that flows
+    into it. Returns the cotangent per reached target key (absent means a symbolic zero;
+    it may be structured) and the set of target keys that reach some root.
     """
     targets = None if wrt is None else {tensor_key(w) for w in wrt if w._node is not None}
 
@@ -244,7 +206,7 @@ def reverse_sweep(
             return type(x._node) is Leaf
         return x._node is not None and tensor_key(x) in targets
 
-    nodes = _ancestors(out for out, _ in roots)
+    nodes = ancestors(out for out, _ in roots)
     # Only nodes downstream of a target carry cotangents worth computing.
     live: set[int] = set()
     met = {tensor_key(out) for out, _ in roots if is_target(out)}
@@ -257,7 +219,7 @@ def reverse_sweep(
                 live.add(node.id)
     cts: dict = {}
     for out, ct in roots:
-        cts[tensor_key(out)] = accumulate(s, cts.get(tensor_key(out)), ct)
+        cts[tensor_key(out)] = s.accumulate(cts.get(tensor_key(out)), ct)
     for node in reversed(nodes):
         if node.id not in live:
             continue
@@ -266,79 +228,39 @@ def reverse_sweep(
         if all(c is None for c in out_cts):
             continue
         rule = rule_for(rules, node.prim, "vjp")
-        if not rule.embedded_cotangents:
-            out_cts = [None if c is None else densify(s, c) for c in out_cts]
+        if not rule.structured:
+            out_cts = [dense(s, c) for c in out_cts]
         needs = tuple(is_target(x) or (type(x._node) is Node and x._node.id in live) for x in node.inputs)
         in_cts = rule.vjp(s, out_cts, node.inputs, output_tensors(s.runtime, node), needs, **node.params)
         for x, need, ct in zip(node.inputs, needs, in_cts):
             if need and ct is not None:
                 key = tensor_key(x)
-                cts[key] = accumulate(s, cts.get(key), ct)
+                cts[key] = s.accumulate(cts.get(key), ct)
     return {k: cts[k] for k in met if k in cts}, met
-
-
-@functools.lru_cache(maxsize=1024)
-def whole_box(shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
-    """The box of a whole tensor (one object per shape, so that hulls with it are cheap)."""
-    return tuple((0, n) for n in shape)
-
-
-def _hull(a: tuple | None, b: tuple) -> tuple:
-    """The smallest box holding boxes a and b."""
-    if a is None or a is b:
-        return b
-    return tuple((min(lo, lo2), max(hi, hi2)) for (lo, hi), (lo2, hi2) in zip(a, b))
-
-
-def _demanded(rules: "RuleSet", nodes: list[Node], outs: Sequence[EagerTensor], lent: Container[Node]) -> dict:
-    """Which box of each tensor the outputs' tangents depend on (absent: none of it).
-
-    Nodes whose tangents are ``lent`` (by a memo) need none of their inputs.
-    """
-    extents = {tensor_key(o): whole_box(o.shape) for o in outs}
-    for node in reversed(nodes):
-        if node in lent:
-            continue
-        out_ext = [extents.get((node, i)) for i in range(len(node.values))]
-        if all(e is None for e in out_ext):
-            continue
-        rule = rules.get(node.prim.name)
-        if rule is not None and rule.demand is not None:
-            in_ext = tuple(rule.demand(out_ext, node.inputs, **node.params))
-        else:
-            in_ext = tuple(whole_box(x.shape) for x in node.inputs)
-        for x, e in zip(node.inputs, in_ext):
-            if e is not None and x._node is not None:
-                extents[tensor_key(x)] = _hull(extents.get(tensor_key(x)), e)
-    return extents
 
 
 class TangentMemo:
     """The tangents one jvp computed, kept for later jvps along the same seeds.
 
-    Forward over reverse differentiates a step's recorded pullback, whose ops read
-    the step's forward values: their tangents are what the step's own jvp already
-    computed. Given to a first jvp (``memo=``), a memo is filled with the whole
-    tangent of every tensor between that jvp's seeds and its output; a later jvp
-    given it takes those tangents instead of recomputing them. It must have every
-    seed of the first with the same tangent; its other seeds must be newer than
-    the memo's tensors (else their tangents could differ), which is checked.
+    Forward over reverse differentiates a step's pullback, whose ops read the step's forward
+    values: their tangents are what the step's own jvp already computed. Given to a first
+    jvp (``memo=``), a memo keeps the tangent of every tensor between that jvp's seeds and its
+    output; a later jvp given it takes those tangents instead of recomputing them. The later
+    jvp must have every seed of the first with the same tangent; its other seeds must be newer
+    than the memo's tensors (else their tangents could differ), which is checked.
     """
 
-    __slots__ = ("_seeds", "_tangents")
+    __slots__ = ("_seeds", "_tangents", "_nodes")
 
     def __init__(self) -> None:
         self._seeds: dict | None = None  # seed key -> the tangent's value (array or Pending)
-        self._tangents: dict[Node, tuple] = {}
+        self._tangents: dict = {}
+        self._nodes: set[Node] = set()
 
     @property
     def filled(self) -> bool:
         """True once a jvp has filled it."""
         return self._seeds is not None
-
-    def _fill(self, seeds: Sequence[tuple[EagerTensor, EagerTensor]], tans: dict, visited: list[Node]) -> None:
-        self._seeds = {tensor_key(w): t._value for w, t in seeds}
-        self._tangents = {node: tuple(tans.get((node, i)) for i in range(len(node.values))) for node in visited}
 
     def check(self, op: str, seeds: Sequence[tuple[EagerTensor, EagerTensor]]) -> None:
         """InvalidArgument unless a filled memo holds for a jvp along ``seeds``."""
@@ -348,96 +270,76 @@ class TangentMemo:
                 op, "a memo filled along seeds that this jvp also has, with the same tangents", "other seeds"
             )
 
-    def _valid_below(self, seeds: Sequence[tuple[EagerTensor, EagerTensor]]) -> float:
-        """The node id below which the stored tangents hold for ``seeds`` (checked): the oldest new seed's."""
-        assert self._seeds is not None
-        return min((tensor_key(w)[0].id for w, _ in seeds if tensor_key(w) not in self._seeds), default=math.inf)
+    def fill(self, seeds: Sequence[tuple[EagerTensor, EagerTensor]], trace: "ForwardTrace", nodes: Sequence[Node]) -> None:
+        """Keep ``trace``'s tangents of the tensors of ``nodes``: the jvp along ``seeds`` that filled it."""
+        self._seeds = {tensor_key(w): t._value for w, t in seeds}
+        self._tangents = dict(trace._tangents)
+        self._nodes = set(nodes)
 
 
-def forward_sweep(
-    s: "EagerSession",
-    rules: "RuleSet",
-    outs: Sequence[EagerTensor],
-    seeds: Sequence[tuple[EagerTensor, EagerTensor]],
-    memo: TangentMemo | None = None,
-) -> tuple[list, set]:
-    """Push tangents from (input, tangent) pairs forward to ``outs``.
+class ForwardTrace:
+    """The tangents of one forward-mode derivative, by tensor: the library's one forward mechanism.
 
-    Returns the tangent of each output (None for a symbolic zero) and the set of
-    seed keys that reach some output; see :func:`push_tangents`.
+    :meth:`push` takes one op, with its inputs and outputs, and sets its outputs' tangents from
+    its inputs' by the op's JVP rule, whose ops are emitted into the session given. Two
+    drivers push ops: :meth:`replay` pushes recorded nodes (the jvp of a recorded graph), and
+    a runtime with this trace active pushes every op its sessions run, as they run it (the
+    jvp of a pullback taken while the pullback runs; see ``EagerRuntime.vjp_jvp``). Tangents
+    may be structured values (the SVD's factored dU); they are kept as they are.
+
+    A ``memo`` filled earlier lends its tangents of tensors older than every seed of this
+    trace that it does not have.
     """
-    tans, met = push_tangents(s, rules, outs, seeds, memo)
-    results = [tans.get(tensor_key(o)) for o in outs]
-    return [None if t is None else densify(s, t) for t in results], met
 
+    __slots__ = ("_rules", "_tangents", "_memo", "_lend_below")
 
-def call_jvp(s: "EagerSession", rule: Any, tangents: Sequence, primals: Sequence, outputs: Sequence,
-             extents: Sequence, params: dict) -> tuple:
-    """One op's output tangents by its JVP rule, told the demanded extents if it asks for them."""
-    if rule.jvp_extents:
-        return rule.jvp(s, tangents, primals, outputs, extents, **params)
-    return rule.jvp(s, tangents, primals, outputs, **params)
+    def __init__(self, rules: Any, memo: TangentMemo | None = None, seeded: Sequence[EagerTensor] = ()):
+        """An empty trace; ``seeded``: the tensors to be seeded (a memo lends only what is older than those it lacks)."""
+        self._rules = rules
+        self._tangents: dict = {}
+        self._memo = memo if memo is not None and memo.filled else None
+        self._lend_below = math.inf
+        if self._memo is not None:
+            known = self._memo._seeds or {}
+            self._lend_below = min((w._node.id for w in seeded if w._node is not None and tensor_key(w) not in known),
+                                   default=math.inf)
 
+    def _lent(self, node: Any) -> bool:
+        return self._memo is not None and node in self._memo._nodes and node.id < self._lend_below
 
-def push_tangents(
-    s: "EagerSession",
-    rules: "RuleSet",
-    outs: Sequence[EagerTensor],
-    seeds: Sequence[tuple[EagerTensor, EagerTensor]],
-    memo: TangentMemo | None = None,
-    whole: bool = False,
-) -> tuple[dict, set]:
-    """The tangents of the tensors between ``seeds`` and ``outs``, by tensor key (absent: zero).
+    def tangent(self, x: EagerTensor) -> Any:
+        """x's tangent: an EagerTensor, a structured value, or None for zero."""
+        key = tensor_key(x)
+        found = self._tangents.get(key)
+        if found is None and self._memo is not None and self._lent(x._node):
+            found = self._memo._tangents.get(key)
+        return found
 
-    Seeds of one tensor add up, and a seeded intermediate also receives what
-    flows into it from seeded ancestors (the transpose of :func:`reverse_sweep`).
-    Only what the outputs depend on is computed: unused outputs get no
-    tangent, and rules that can (the SVD's) compute only the demanded box,
-    unless ``whole``. An empty ``memo`` is filled with the whole tangent of
-    every tensor on the way; a filled one supplies the tangents it holds (see
-    :class:`TangentMemo`). Tangents that are a :class:`Product` are multiplied
-    out once, for the first rule that does not take them as they are. Also
-    returns the set of seed keys that reach some output.
-    """
-    tans: dict = {}
-    for w, seed in seeds:
-        tans[tensor_key(w)] = accumulate(s, tans.get(tensor_key(w)), seed)
-    nodes = _ancestors(outs)
-    filling = memo is not None and not memo.filled
-    lent: dict[Node, tuple] = {}
-    if memo is not None and memo.filled:
-        valid_below = memo._valid_below(seeds)
-        lent = {node: t for node, t in memo._tangents.items() if node.id < valid_below}
-    whole = whole or filling
-    extents = {} if whole else _demanded(rules, nodes, outs, lent)
-    met = {tensor_key(o) for o in outs if tensor_key(o) in tans}
-    for node in nodes:
-        if node in lent:
-            for i, t in enumerate(lent[node]):
-                if t is not None:
-                    tans[(node, i)] = t
-            met.update(tensor_key(x) for x in node.inputs if tensor_key(x) in tans)
-            continue
-        out_ext: list[tuple | None]
-        if whole:
-            out_ext = [whole_box(a.shape) for a in node.avals]
-        else:
-            out_ext = [extents.get((node, i)) for i in range(len(node.values))]
-        if all(e is None for e in out_ext):
-            continue
-        in_tans: list[Any] = [tans.get(tensor_key(x)) for x in node.inputs]
-        if all(t is None for t in in_tans):
-            continue
-        rule = rule_for(rules, node.prim, "jvp")
-        for i, (x, t) in enumerate(zip(node.inputs, in_tans)):
+    def alias(self, new: EagerTensor, old: EagerTensor) -> None:
+        """``new`` holds ``old``'s value (a fresh leaf made from it): it has ``old``'s tangent too."""
+        found = self.tangent(old)
+        if found is not None:
+            self._tangents[tensor_key(new)] = found
+
+    def seed(self, s: Any, x: EagerTensor, tangent: Any) -> None:
+        """Add ``tangent`` to x's tangent."""
+        key = tensor_key(x)
+        self._tangents[key] = s.accumulate(self._tangents.get(key), tangent)
+
+    def push(self, s: Any, prim: Any, params: dict, inputs: Sequence[EagerTensor], outputs: Sequence[EagerTensor]) -> None:
+        """The tangents of one op's outputs from those of its inputs, by its JVP rule (emitted into ``s``)."""
+        tangents = [self.tangent(x) for x in inputs]
+        if all(t is None for t in tangents):
+            return
+        rule = rule_for(self._rules, prim, "jvp")
+        if not rule.structured:
+            tangents = [dense(s, t) for t in tangents]
+        for o, t in zip(outputs, rule.jvp(s, tangents, tuple(inputs), tuple(outputs), **params)):
             if t is not None:
-                met.add(tensor_key(x))
-                if type(t) is Product and not rule.factored_tangents:
-                    in_tans[i] = tans[tensor_key(x)] = densify(s, t)
-        out_tans = call_jvp(s, rule, in_tans, node.inputs, output_tensors(s.runtime, node), out_ext, node.params)
-        for i, t in enumerate(out_tans):
-            if t is not None and out_ext[i] is not None:
-                tans[(node, i)] = accumulate(s, tans.get((node, i)), t)
-    if memo is not None and filling:
-        memo._fill(seeds, tans, nodes)
-    return tans, met
+                self.seed(s, o, t)
+
+    def replay(self, s: Any, nodes: Sequence[Node]) -> None:
+        """Push recorded nodes, in their (topological) order; those a memo lends are skipped."""
+        for node in nodes:
+            if not self._lent(node):
+                self.push(s, node.prim, node.params, node.inputs, output_tensors(s.runtime, node))

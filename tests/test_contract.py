@@ -534,16 +534,42 @@ def _dummy_rules(name):
     return r
 
 
-def test_ruleset_merge():
+def test_ruleset_merge_adds_in_place_as_in_rust():
     a, b = _dummy_rules("ident_a"), _dummy_rules("ident_b")
     merged = a.merge(b)
-    assert "ident_a" in merged and "ident_b" in merged and len(merged) == 2
-    assert len(a) == 1 and len(b) == 1  # the operands are unchanged
+    assert merged is a  # `rules = a.merge(b)` and a bare `a.merge(b)` both work
+    assert "ident_a" in a and "ident_b" in a and len(a) == 2
+    assert len(b) == 1  # the argument is unchanged
     # Merging a set with itself (the same rule objects) is fine.
     lin = tf.linalg.semantic_ad_rules()
     assert len(lin.merge(lin)) == len(lin)
     both = tf.einsum.semantic_ad_rules().merge(lin)
     assert "svd" in both and "einsum" in both
+
+
+def test_merging_into_a_family_set_changes_neither_the_library_nor_built_contexts(eng, rng):
+    """The Rust spelling: take linalg's set and merge einsum's into it, in place."""
+    rules = tf.linalg.semantic_ad_rules()
+    rules.merge(tf.einsum.semantic_ad_rules())
+    ctx = tf.AdContext.builder().with_semantic_extension_rules(rules).build()
+    assert "einsum" in ctx.rules and "svd" in ctx.rules
+    assert "einsum" not in tf.linalg.semantic_ad_rules()  # each call gives a fresh set
+    rules.merge(_dummy_rules("ident_late"))
+    assert "ident_late" not in ctx.rules  # a built context keeps its own copy
+    ctx.rules.merge(_dummy_rules("ident_later"))
+    assert "ident_later" not in ctx.rules  # and hands out copies
+    rt = tf.EagerRuntime.with_ad_context(ctx)
+    x = rt.variable_from(T(rng.standard_normal((3, 3))))
+    y = rt.with_eager_session(eng, lambda s: s.einsum([s.svd(x)[1]], "i->"))
+    assert np.all(np.isfinite(arr(rt.grad(eng, y, x))))
+
+
+def test_a_failed_merge_adds_nothing():
+    a = _dummy_rules("ident_a")
+    a.merge(_dummy_rules("ident_b"))
+    with pytest.raises(tf.InvalidArgument, match="ident_a"):
+        a.merge(_dummy_rules("ident_c").merge(_dummy_rules("ident_a")))
+    assert sorted(a.names()) == ["ident_a", "ident_b"]
 
 
 def test_ruleset_conflicting_merge_raises():

@@ -77,26 +77,30 @@ def test_transposed_jvp_works_under_no_grad_backward_and_vjp_jvp(eng):
     np.testing.assert_allclose(x.grad().to_numpy(), 3 * xv**2, rtol=1e-15)
 
 
-def test_vjp_jvp_refuses_a_rule_that_runs_its_own_transform(eng):
-    """A VJP rule that calls rt.vjp opens a session whose ops carry no tangent: vjp_jvp says so."""
+def test_vjp_jvp_through_a_rule_that_runs_its_own_transform(eng, rng):
+    """A VJP rule that runs a transform of its own (a fresh leaf of its primal, a session and an
+    rt.vjp of its own): the forward trace of vjp_jvp follows every session of the runtime, and
+    the fresh leaf holds the primal's value and so its tangent. The jvp of the pullback is exact."""
     rules = RuleSet()
 
     def jvp(s, tangents, primals, outputs):
-        return (s.scale_real(tangents[0], 2.0),)
+        (t,), (x,) = tangents, primals
+        return (s.mul(s.scale_real(s.mul(x, x), 3.0), t),)
 
     def vjp(s, cotangents, primals, outputs, needs):
         rt = s.runtime
-        t = rt.variable_from(s.zeros(primals[0].shape, primals[0].dtype))
+        leaf = rt.variable_from(primals[0])
         with rt.enable_grad():
-            y = rt.with_eager_session(s.engine, lambda inner: inner.scale_real(t, 2.0))
-        return (rt.vjp(s.engine, y, t, cotangents[0]),)
+            y = rt.with_eager_session(s.engine, lambda inner: inner.mul(inner.mul(leaf, leaf), leaf))
+        return (rt.vjp(s.engine, y, leaf, cotangents[0]),)
 
-    double = rules.define("double", lambda x: (x,), lambda x: (2.0 * x,), jvp, vjp)
+    cube = rules.define("cube", lambda x: (x,), lambda x: (x**3,), jvp, vjp)
     rt = tf.EagerRuntime(tf.AdContext.builder().with_semantic_extension_rules(rules).build())
-    x = rt.variable_from(tf.Tensor(np.ones(2)))
-    y = rt.with_eager_session(eng, lambda s: s.bind(double, x)[0])
-    ones = tf.Tensor(np.ones(2))
-    np.testing.assert_allclose(rt.vjp(eng, y, x, ones).value().to_numpy(), [2.0, 2.0])
-    with pytest.raises(tf.Unsupported, match="vjp_jvp: expected rules that emit their ops into the session"):
-        rt.vjp_jvp(eng, y, x, ones, ones, None)
-    assert rt.vjp(eng, y, x, ones) is not None  # the runtime is usable afterwards
+    xv, ct, dx, dct = (rng.standard_normal(3) for _ in range(4))
+    x = rt.variable_from(tf.Tensor(xv))
+    y = rt.with_eager_session(eng, lambda s: s.bind(cube, x)[0])
+    with rt.no_grad():
+        g, g_dot = rt.vjp_jvp(eng, y, x, tf.Tensor(ct), tf.Tensor(dx), tf.Tensor(dct))
+    np.testing.assert_allclose(g.value().to_numpy(), 3 * xv**2 * ct, rtol=1e-14)
+    np.testing.assert_allclose(g_dot.value().to_numpy(), 6 * xv * dx * ct + 3 * xv**2 * dct, rtol=1e-14)
+    assert not rt._traces  # nothing left active

@@ -4,7 +4,10 @@ einsum and linalg have modules of their own (:mod:`tenferro_py.einsum`,
 :mod:`tenferro_py.linalg`), each with its ``semantic_ad_rules()``.
 """
 
+from ..rules import RuleSet
 from . import elementwise, structural
 
-#: The rules every context has: elementwise and shape ops.
-CORE_RULES = elementwise.RULES.merge(structural.RULES)
+
+def core_rules() -> RuleSet:
+    """The rules every context has, elementwise and shape ops (a new set on each call)."""
+    return RuleSet().merge(elementwise.RULES).merge(structural.RULES)

@@ -1,8 +1,13 @@
 """Shape ops: broadcast_in_dim, reduce_sum, transpose, reshape, slice, pad.
 
-All are linear, so each JVP applies the op itself to the tangent and each VJP
-is its transpose: broadcast and reduce_sum transpose each other, as do slice
-and pad. Reshape is column-major throughout.
+All are linear, so each JVP applies the op itself to the tangent and each VJP is its
+transpose: broadcast and reduce_sum transpose each other, as do slice and pad. Reshape is
+column-major throughout.
+
+Each keeps structured values where the structure survives it (see
+:mod:`tenferro_py.structure`): a block inside zeros stays one under transpose, slice,
+reduce_sum and a reshape that keeps the block a box; a matrix product stays one under
+transpose and slice.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, ShapeMismatch
 from ..rules import RuleSet
-from ..tape import Embedded, Product
+from ..structure import Embedded, Product, dense, embedded, intersect
 from ..tensor import Aval, check_shape, is_integer
 
 RULES = RuleSet()
@@ -33,6 +38,11 @@ def check_axes(op: str, what: str, axes: object, rank: int) -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise InvalidArgument(op, f"{what} without repeats", repr(list(out)))
     return tuple(int(a) for a in out)
+
+
+def linear(op):
+    """The JVP rule of a linear op: the op applied to the tangent."""
+    return lambda s, tangents, primals, outputs, **params: (op(s, tangents[0], **params),)
 
 
 # --- broadcast_in_dim / reduce_sum ---------------------------------------
@@ -74,8 +84,9 @@ broadcast_in_dim = RULES.define(
     "broadcast_in_dim",
     _broadcast_abstract,
     _broadcast_impl,
-    jvp=lambda s, t, p, o, shape, dims: (s.broadcast_in_dim(t[0], shape, dims),),
+    jvp=linear(lambda s, t, shape, dims: s.broadcast_in_dim(t, shape, dims)),
     vjp=_broadcast_vjp,
+    structured_rules=True,
 )
 
 
@@ -89,32 +100,50 @@ def _reduce_vjp(s, cotangents, primals, outputs, needs, axes):
     return (s.broadcast_in_dim(ct, x.shape, kept),)
 
 
+def _reduce_structured(s, x, axes):
+    """A block's sum is the block summed, placed on the kept axes."""
+    if type(x) is not Embedded or not x.contiguous:
+        return NotImplemented
+    kept = [a for a in range(x.ndim) if a not in axes]
+    box = x.box()
+    return (embedded(s.reduce_sum(x.block, axes), tuple(x.shape[a] for a in kept), tuple(box[a] for a in kept)),)
+
+
 reduce_sum = RULES.define(
     "reduce_sum",
     _reduce_abstract,
     lambda x, axes: (np.asarray(np.sum(x, axis=axes)),),
-    jvp=lambda s, t, p, o, axes: (s.reduce_sum(t[0], axes),),
+    jvp=linear(lambda s, t, axes: s.reduce_sum(t, axes)),
     vjp=_reduce_vjp,
+    structured=_reduce_structured,
+    structured_rules=True,
 )
 
 
 # --- transpose / reshape --------------------------------------------------
 
-def _transpose_jvp(s, tangents, primals, outputs, perm):
-    """The tangent transposed; of a Product (a matrix), the transposed factors swapped."""
-    (t,) = tangents
-    if type(t) is Product:
-        return (Product(s.transpose(t.right, (1, 0)), s.transpose(t.left, (1, 0))) if perm[0] == 1 else t,)
-    return (s.transpose(t, perm),)
+
+def _transpose_structured(s, x, perm):
+    """A block's transpose is the transposed block; a product's (a matrix) is the product of the
+    transposed factors, swapped."""
+    if type(x) is Embedded:
+        return (Embedded(s.transpose(x.block, perm), tuple(x.shape[p] for p in perm),
+                         tuple(x.starts[p] for p in perm), tuple(x.strides[p] for p in perm)),)
+    if type(x) is Product:
+        if perm == (0, 1):
+            return (x,)
+        return (Product(s.transpose(x.right, (1, 0)), s.transpose(x.left, (1, 0))),)
+    return NotImplemented
 
 
 transpose = RULES.define(
     "transpose",
     lambda x, perm: (Aval(tuple(x.shape[p] for p in perm), x.dtype),),
     lambda x, perm: (np.transpose(x, perm),),
-    jvp=_transpose_jvp,
+    jvp=linear(lambda s, t, perm: s.transpose(t, perm)),
     vjp=lambda s, c, p, o, needs, perm: (s.transpose(c[0], list(np.argsort(perm))),),
-    factored_tangents=True,
+    structured=_transpose_structured,
+    structured_rules=True,
 )
 
 
@@ -124,12 +153,67 @@ def _reshape_abstract(x: Aval, shape) -> tuple[Aval]:
     return (Aval(shape, x.dtype),)
 
 
+def axis_groups(old: tuple[int, ...], new: tuple[int, ...]) -> list[tuple[range, range]]:
+    """The runs of consecutive axes that a column-major reshape from ``old`` to ``new`` merges or splits:
+    pairs (old axes, new axes) of equal size, the fastest axes first (no axis of size 0)."""
+    groups, i, j = [], 0, 0
+    while i < len(old) or j < len(new):
+        i0, j0, size_old, size_new = i, j, 1, 1
+        if i < len(old):
+            size_old, i = old[i], i + 1
+        if j < len(new):
+            size_new, j = new[j], j + 1
+        while size_old != size_new:
+            if size_old < size_new:
+                size_old, i = size_old * old[i], i + 1
+            else:
+                size_new, j = size_new * new[j], j + 1
+        groups.append((range(i0, i), range(j0, j)))
+    return groups
+
+
+def reshaped_box(box: tuple[tuple[int, int], ...], old: tuple[int, ...], new: tuple[int, ...]):
+    """The box of ``new`` that a column-major reshape takes ``box`` of ``old`` to, or None when it is no box.
+
+    Within each run of merged axes the block must be one contiguous range of the run (full on
+    all of its axes but the slowest), and that range must be a box of the new axes (full on all
+    of them but the slowest).
+    """
+    if 0 in old or any(hi <= lo for lo, hi in box):
+        return None
+    out: list[tuple[int, int]] = []
+    for axes_old, axes_new in axis_groups(old, new):
+        inner = math.prod(old[a] for a in axes_old[:-1]) if len(axes_old) else 1
+        if any(box[a] != (0, old[a]) for a in axes_old[:-1]):
+            return None
+        lo, hi = (box[axes_old[-1]][0] * inner, box[axes_old[-1]][1] * inner) if len(axes_old) else (0, 1)
+        inner_new = math.prod(new[a] for a in axes_new[:-1]) if len(axes_new) else 1
+        if lo % inner_new or hi % inner_new:
+            return None
+        out.extend((0, new[a]) for a in axes_new[:-1])
+        if len(axes_new):
+            out.append((lo // inner_new, hi // inner_new))
+    return tuple(out)
+
+
+def _reshape_structured(s, x, shape):
+    """A block stays a block where the reshape keeps it a box."""
+    if type(x) is not Embedded or not x.contiguous:
+        return NotImplemented
+    box = reshaped_box(x.box(), x.shape, shape)
+    if box is None:
+        return NotImplemented
+    return (embedded(s.reshape(x.block, [hi - lo for lo, hi in box]), shape, box),)
+
+
 reshape = RULES.define(
     "reshape",
     _reshape_abstract,
     lambda x, shape: (np.reshape(x, shape, order="F"),),
-    jvp=lambda s, t, p, o, shape: (s.reshape(t[0], shape),),
+    jvp=linear(lambda s, t, shape: s.reshape(t, shape)),
     vjp=lambda s, c, p, o, needs, shape: (s.reshape(c[0], p[0].shape),),
+    structured=_reshape_structured,
+    structured_rules=True,
 )
 
 
@@ -174,40 +258,44 @@ def _slice_abstract(x: Aval, starts, limits, strides) -> tuple[Aval]:
     return (Aval(tuple(_extent(*t) for t in zip(starts, limits, strides)), x.dtype),)
 
 
+def _slice_structured(s, x, starts, limits, strides):
+    """Of a block, the part inside the slice; of a product (a matrix), rows from the left
+    factor and columns from the right."""
+    if type(x) is Product:
+        (rows, inner), cols = x.left.shape, x.right.shape[1]
+        left = x.left if (starts[0], limits[0], strides[0]) == (0, rows, 1) else s.slice(
+            x.left, SliceConfig([starts[0], 0], [limits[0], inner], [strides[0], 1]))
+        right = x.right if (starts[1], limits[1], strides[1]) == (0, cols, 1) else s.slice(
+            x.right, SliceConfig([0, starts[1]], [inner, limits[1]], [1, strides[1]]))
+        return (Product(left, right),)
+    if type(x) is not Embedded or not x.contiguous or any(sd != 1 for sd in strides):
+        return NotImplemented
+    window = tuple(zip(starts, limits))
+    common = intersect(x.box(), window)
+    block = x.block
+    if common != x.box():
+        block = s.slice(block, SliceConfig([lo - st for (lo, _), st in zip(common, x.starts)],
+                                           [hi - st for (_, hi), st in zip(common, x.starts)]))
+    out_shape = tuple(hi - lo for lo, hi in window)
+    return (embedded(block, out_shape, tuple((lo - w, hi - w) for (lo, hi), (w, _) in zip(common, window))),)
+
+
 def _slice_vjp(s, cotangents, primals, outputs, needs, starts, limits, strides):
-    return (Embedded(cotangents[0], primals[0].shape, starts, strides),)
-
-
-def _slice_jvp(s, tangents, primals, outputs, starts, limits, strides):
-    """The tangent sliced; of a Product (a matrix), its rows from the left factor, columns from the right."""
-    (t,) = tangents
-    if type(t) is not Product:
-        return (s.slice(t, SliceConfig(starts, limits, strides)),)
-    (n, inner), m = t.left.shape, t.right.shape[1]
-    left = t.left if (starts[0], limits[0], strides[0]) == (0, n, 1) else s.slice(
-        t.left, SliceConfig([starts[0], 0], [limits[0], inner], [strides[0], 1]))
-    right = t.right if (starts[1], limits[1], strides[1]) == (0, m, 1) else s.slice(
-        t.right, SliceConfig([0, starts[1]], [inner, limits[1]], [1, strides[1]]))
-    return (Product(left, right),)
-
-
-def _slice_demand(out_extents, primals, starts, limits, strides):
-    """A slice reads the box of its input that its demanded output box comes from."""
-    (box,) = out_extents
-    if box is None:
-        return (None,)
-    return (tuple((st + lo * sd, st + (hi - 1) * sd + 1) if hi > lo else (st, st)
-                  for (lo, hi), st, sd in zip(box, starts, strides)),)
+    """The cotangent placed back where the slice took it from: a block inside zeros."""
+    (ct,) = cotangents
+    if type(ct) is Embedded and ct.contiguous and all(sd == 1 for sd in strides):
+        return (Embedded(ct.block, primals[0].shape, tuple(a + b for a, b in zip(starts, ct.starts))),)
+    return (Embedded(dense(s, ct), primals[0].shape, starts, strides),)
 
 
 slice_ = RULES.define(
     "slice",
     _slice_abstract,
     lambda x, starts, limits, strides: (x[tuple(map(slice, starts, limits, strides))],),
-    jvp=_slice_jvp,
+    jvp=linear(lambda s, t, starts, limits, strides: s.slice(t, SliceConfig(starts, limits, strides))),
     vjp=_slice_vjp,
-    demand=_slice_demand,
-    factored_tangents=True,
+    structured=_slice_structured,
+    structured_rules=True,
 )
 
 
@@ -237,8 +325,9 @@ pad = RULES.define(
     "pad",
     _pad_abstract,
     _pad_impl,
-    jvp=lambda s, t, p, o, shape, starts, strides: (s.pad(t[0], shape, starts, strides),),
+    jvp=linear(lambda s, t, shape, starts, strides: s.pad(t, shape, starts, strides)),
     vjp=lambda s, c, p, o, needs, shape, starts, strides: (
         s.slice(c[0], SliceConfig(starts, pad_limits(p[0].shape, starts, strides), strides)),
     ),
+    structured_rules=True,
 )

@@ -83,13 +83,16 @@ def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ..
     """How to evaluate these subscripts for these shapes (cached per subscripts and shapes).
 
     A pairwise contraction (no index repeated inside an operand, none summed inside
-    one operand alone, no batch index) is one matrix product (:class:`Pairwise`); one
-    operand or anything else goes to ``numpy.einsum``; three or more operands to
+    one operand alone, no batch index) is one matrix product (:class:`Pairwise`); a
+    pairwise einsum that sums nothing is one broadcast multiply (:class:`BroadcastProduct`);
+    one operand or anything else goes to ``numpy.einsum``; three or more operands to
     opt_einsum's planned contraction.
     """
     spec = ",".join(inputs) + "->" + output
     if len(inputs) > 2:
         return opt_einsum.contract_expression(spec, *shapes, optimize="auto")
+    if len(inputs) == 2 and all(c in output and len(set(sub)) == len(sub) for sub in inputs for c in sub):
+        return BroadcastProduct(inputs[0], inputs[1], output)
     if len(inputs) == 2:
         a, b = inputs
         shared = [c for c in a if c in b]
@@ -102,6 +105,21 @@ def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ..
         if pure and shared:
             return Pairwise(a, b, output, shapes)
     return lambda *arrays: np.einsum(spec, *arrays)
+
+
+class BroadcastProduct:
+    """A pairwise einsum that sums over nothing (an outer or elementwise product): one broadcast multiply."""
+
+    __slots__ = ("index_a", "index_b", "perm_a", "perm_b")
+
+    def __init__(self, a: str, b: str, output: str):
+        self.perm_a = sorted(range(len(a)), key=lambda i: output.index(a[i]))
+        self.perm_b = sorted(range(len(b)), key=lambda i: output.index(b[i]))
+        self.index_a = tuple(slice(None) if c in a else None for c in output)
+        self.index_b = tuple(slice(None) if c in b else None for c in output)
+
+    def __call__(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.multiply(x.transpose(self.perm_a)[self.index_a], y.transpose(self.perm_b)[self.index_b])
 
 
 def _memory_order(sub: str, strides: tuple[int, ...]) -> str:

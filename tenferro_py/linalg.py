@@ -21,6 +21,7 @@ import scipy.linalg
 from .errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
 from .ops.elementwise import cj, lift_real, real_dtype, times_i
 from .ops.structural import SliceConfig
+from .opset import composite
 from .rules import RuleSet
 from .structure import Embedded, Product, dense
 from .tensor import Aval, Tensor, is_real_number
@@ -132,6 +133,15 @@ def _extend(s, x, stop, axis):
     return s.pad(x, shape, (0,) * x.ndim, (1,) * x.ndim)
 
 
+def _joined(s, a, b, axis):
+    """a and b side by side along ``axis`` (their other axes equal)."""
+    shape = list(a.shape)
+    shape[axis] += b.shape[axis]
+    starts = [0] * a.ndim
+    starts[axis] = a.shape[axis]
+    return s.add(s.pad(a, shape, (0,) * a.ndim), s.pad(b, shape, starts))
+
+
 def _leading_block(s, ct, axis):
     """(block, k): a cotangent that is zero from index k on along ``axis``, as its first k entries."""
     if ct is None:
@@ -188,35 +198,37 @@ def _svd_jvp(s, tangents, primals, outputs, derivative_eps):
     return du, ds, dvt
 
 
-def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
-    """Ā = U M Vᴴ (+ rectangular terms), the transpose of the JVP under Re⟨·,·⟩.
+def _svd_pullback(s, u, sv, vt, *blocks, eps, parts):
+    """Ā for the SVD's cotangents, given as their blocks before index kk (zero beyond):
+    Ū[:, :kk], S̄[:kk] and V̄ᴴ[:kk, :], those of ``parts`` = (has Ū, has S̄, has V̄ᴴ) present.
 
-    M = diag(S̄) + J S + S L (+ i Im(diag UᴴŪ)/s for complex A), J = F∘(UᴴŪ − ŪᴴU),
-    L = F∘(VᴴV̄ − V̄ᴴV): J and L are Hermitian and zero outside their first kk rows and
-    columns, and diag(S̄) outside its first kk, so only M[:, :kk] and M[:kk, :] are formed.
+    Ā = U M Vᴴ (+ rectangular terms), the transpose of the JVP under Re⟨·,·⟩, with
+    M = diag(S̄) + J S + S L (+ i Im(diag UᴴŪ)/s for complex A), J = F∘(UᴴŪ − ŪᴴU) and
+    L = F∘(VᴴV̄ − V̄ᴴV). J and L are Hermitian and zero outside their first kk rows and
+    columns, so only M[:, :kk] and M[:kk, :] are formed, and
+    Ā = U_k (M[:kk, :] Vᴴ + S_k⁻¹ (V̄ᴴ − V̄ᴴ V Vᴴ)) + (U_rest M[kk:, :kk] + (Ū − U UᴴŪ) S_k⁻¹) V_kᴴ,
+    the last sum one product of [U_k, ·] (m × 2kk) and [·; V_kᴴ] (2kk × n): O(m n kk) in all.
     """
-    (a,), (u, sv, vt) = primals, outputs
-    m, n = a.shape
-    k = sv.shape[0]
-    eps = _eps(s, derivative_eps)
-    (ub, ku), (sb, ks), (vb, kv) = (_leading_block(s, c, ax) for c, ax in zip(cotangents, (1, 0, 0)))
-    kk = max(ku, ks, kv)  # every cotangent is zero beyond index kk
+    found = iter(blocks)
+    ub, sb, vb = (next(found) if present else None for present in parts)
+    m, k = u.shape
+    n = vt.shape[1]
+    kk = blocks[0].shape[1] if parts[0] else blocks[0].shape[0]
     uk, sk, vtk = _columns(s, u, kk, 1), _columns(s, sv, kk, 0), _columns(s, vt, kk, 0)
-    lift = lambda x: lift_real(s, x, a)  # noqa: E731
+    lift = lambda x: lift_real(s, x, u)  # noqa: E731
     f_cols = broadened_f(s, sv, eps, kk)  # K × kk
     s_rows = lift(s.broadcast_in_dim(sv, (k, kk), (0,)))  # s_i
     s_cols = lift(s.broadcast_in_dim(sk, (k, kk), (1,)))  # s_j, j < kk
+    inverse = lift(broadened_inverse(s, sk, eps))
     # M[:, :kk] directly, and M[:kk, :] as the conjugate transpose of its Hermitian mirror.
     m_left = top_mirror = p = q = phase = None
     if ub is not None:
-        ub = _extend(s, ub, kk, 1)
         p = s.einsum([cj(s, u), ub], "ai,aj->ij")  # UᴴŪ: K × kk
         j_cols = _antisym_columns(s, f_cols, p)
         m_left = s.mul(j_cols, s_cols)
         top_mirror = s.mul(j_cols, s_rows)
         phase = _phase_term(s, _columns(s, p, kk, 0), sk, eps)
     if vb is not None:
-        vb = _extend(s, vb, kk, 0)
         q = s.einsum([vt, cj(s, vb)], "ib,jb->ij")  # VᴴV̄: K × kk
         l_cols = _antisym_columns(s, f_cols, q)
         m_left = s.accumulate(m_left, s.mul(s_rows, l_cols))
@@ -225,21 +237,51 @@ def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
     if phase is not None:
         m_top = s.add(m_top, _on_diagonal(s, phase, k))
     if sb is not None:  # diag(S̄) sits in M's first kk rows
-        m_top = s.accumulate(m_top, _on_diagonal(s, lift(_extend(s, sb, kk, 0)), k))
-    abar = None
-    if m_top is not None:  # U M Vᴴ = U_k M[:kk, :] Vᴴ + U[:, kk:] M[kk:, :kk] V_kᴴ
-        abar = s.einsum([uk, m_top, vt], "ai,ij,jb->ab")
-        if m_left is not None and kk < k:
-            u_rest = s.slice(u, SliceConfig([0, kk], [m, k]))
-            m_rest = s.slice(m_left, SliceConfig([kk, 0], [k, kk]))
-            abar = s.add(abar, s.einsum([u_rest, m_rest, vtk], "ai,ij,jb->ab"))
-    if m > k and ub is not None:  # (I − UUᴴ) Ū S⁻¹ Vᴴ
-        rest = s.sub(ub, s.einsum([u, p], "ai,ij->aj"))
-        abar = s.accumulate(abar, s.einsum([rest, lift(broadened_inverse(s, sk, eps)), vtk], "aj,j,jb->ab"))
-    if n > k and vb is not None:  # U S⁻¹ V̄ᴴ (I − VVᴴ)
+        m_top = s.accumulate(m_top, _on_diagonal(s, lift(sb), k))
+    right = None if m_top is None else s.einsum([m_top, vt], "ij,jb->ib")  # M[:kk, :] Vᴴ
+    if n > k and vb is not None:  # + S⁻¹ V̄ᴴ (I − VVᴴ)
         rest = s.sub(vb, s.einsum([cj(s, q), vt], "ij,ib->jb"))
-        abar = s.accumulate(abar, s.einsum([uk, lift(broadened_inverse(s, sk, eps)), rest], "ai,i,ib->ab"))
-    return (abar,)
+        right = s.accumulate(right, s.einsum([inverse, rest], "j,jb->jb"))
+    left = None
+    if m_left is not None and kk < k:  # U_rest M[kk:, :kk]
+        left = s.einsum([s.slice(u, SliceConfig([0, kk], [m, k])), s.slice(m_left, SliceConfig([kk, 0], [k, kk]))],
+                        "ai,ij->aj")
+    if m > k and ub is not None:  # + (I − UUᴴ) Ū S⁻¹
+        rest = s.sub(ub, s.einsum([u, p], "ai,ij->aj"))
+        left = s.accumulate(left, s.einsum([rest, inverse], "aj,j->aj"))
+    if right is not None and left is not None:  # one product: [U_k, left] [right; V_kᴴ]
+        return (s.einsum([_joined(s, uk, left, 1), _joined(s, right, vtk, 0)], "ai,ib->ab"),)
+    if right is not None:
+        return (s.einsum([uk, right], "ai,ib->ab"),)
+    if left is not None:
+        return (s.einsum([left, vtk], "aj,jb->ab"),)
+    return (s.zeros((m, n), u.dtype),)
+
+
+def _pullback_abstract(u: Aval, sv: Aval, vt: Aval, *blocks: Aval, eps, parts) -> tuple[Aval]:
+    return (Aval((u.shape[0], vt.shape[1]), u.dtype),)
+
+
+def _pullback_cost(in_avals, out_avals, params) -> float:
+    """Its products: two K × kk Gram blocks and four (m × kk)(kk × n)-sized ones."""
+    (m, k), n = in_avals[0].shape, in_avals[2].shape[1]
+    kk = in_avals[3].shape[-1] if params["parts"][0] else in_avals[3].shape[0]
+    return 2.0 * k * kk * (m + n) + 4.0 * m * kk * n
+
+
+svd_pullback_p = _RULES.define("svd_pullback", _pullback_abstract, *composite(_svd_pullback), cost=_pullback_cost,
+                               structured_rules=True)
+
+
+def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
+    """Ā by :func:`_svd_pullback`, one kernel, on the leading blocks of the cotangents: those a slice
+    leaves zero beyond index k are cut to k, so the work is O(m n k), not O(m n K)."""
+    u, sv, vt = outputs
+    (ub, ku), (sb, ks), (vb, kv) = (_leading_block(s, c, ax) for c, ax in zip(cotangents, (1, 0, 0)))
+    kk = max(ku, ks, kv)  # every cotangent is zero beyond index kk
+    blocks = [_extend(s, x, kk, ax) for x, ax in ((ub, 1), (sb, 0), (vb, 0)) if x is not None]
+    parts = (ub is not None, sb is not None, vb is not None)
+    return (s.bind(svd_pullback_p, u, sv, vt, *blocks, eps=_eps(s, derivative_eps), parts=parts)[0],)
 
 
 svd_p = _RULES.define(

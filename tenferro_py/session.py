@@ -1,32 +1,25 @@
-"""EagerSession: one method per op; each checks its arguments and binds a primitive.
+"""EagerSession: the library's session; binding runs, records and carries each op.
 
 Binding runs the kernel on the session's engine (at once, or scheduled on a wide engine),
 puts a node on the tape when an input is tracked and the runtime records, and, while the
 runtime has forward traces active (the jvp of a pullback being taken), pushes the op through
 them. Ops also take the structured tangents and cotangents that derivative rules pass
-around (:mod:`tenferro_py.structure`).
+around (:mod:`tenferro_py.structure`). The op methods themselves are :class:`~tenferro_py.opset.OpSet`'s.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-import numpy as np
-import numpy.typing as npt
-
-from . import einsum as _einsum
 from . import linalg as _linalg
-from .errors import InvalidArgument
-from .ops import elementwise as _ew
-from .ops import structural as _st
-from .ops.structural import SliceConfig
+from .opset import OpSet
 from .structure import Structured, dense
-from .tape import EagerTensor, Node, reverse_sweep, tensor_key
-from .tensor import Aval, Tensor, check_shape
+from .tape import EagerTensor, ForwardTrace, Node, reverse_sweep, tensor_key
+from .tensor import Aval, Tensor
 
 
-class EagerSession:
-    """Runs ops immediately on one engine, recording them in one runtime's tape."""
+class EagerSession(OpSet):
+    """Runs ops on one engine, recording them in one runtime's tape."""
 
     __slots__ = ("_rt", "_engine")
 
@@ -75,39 +68,50 @@ class EagerSession:
                 return tuple(out)
         return self.bind(prim, *[dense(self, x) for x in xs], **params)
 
-    def accumulate(self, a: Any, b: Any) -> Any:
-        """a + b for tangents or cotangents, where None is a symbolic zero."""
-        if a is None:
-            return b
-        if b is None:
-            return a
-        return self.add(a, b)
+    # --- derivatives of functions of session ops, for rules -------------------------------
+
+    def jvp_of(self, f: Callable[[list], Sequence], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
+        """The tangents of ``f(primals)``'s outputs along ``tangents`` (None: zero): forward mode
+        through f's ops as they run here (a trace of its own, newest of the runtime's)."""
+        rt = self._rt
+        trace = ForwardTrace(rt.ad_context._rules)
+        seeded: set = set()
+        for p, t in zip(primals, tangents):
+            if t is not None and tensor_key(p) not in seeded:  # one tensor in two slots has one tangent
+                seeded.add(tensor_key(p))
+                trace.seed(self, p, t)
+        with rt._tracing(trace):
+            outs = f(list(primals))
+        return tuple(trace.tangent(o) for o in outs)
+
+    def vjp_of(self, f: Callable[[list], Sequence], primals: Sequence[Any], cotangents: Sequence[Any],
+               needs: Sequence[bool]) -> tuple:
+        """The cotangents of ``primals`` for ``cotangents`` of ``f(primals)``'s outputs (None: zero), by
+        reverse mode through f's ops, recorded here even under ``no_grad``; None where not ``needs``.
+
+        Each primal enters f as a tensor of its own, so that each gets the partial derivative
+        even where one primal depends on another: a tracked one as a recorded copy (the result
+        stays differentiable with respect to what it came from), an untracked one as a fresh leaf.
+        """
+        rt = self._rt
+        with rt.enable_grad():
+            xs = [rt.variable_from(p) if p._node is None else self.scale_real(p, 1.0) for p in primals]
+            outs = f(xs)
+        roots = [(o, ct) for o, ct in zip(outs, cotangents) if ct is not None]
+        wanted = [x for x, need in zip(xs, needs) if need]
+        if not roots or not wanted:
+            return tuple(None for _ in primals)
+        cts, _ = reverse_sweep(self, rt.ad_context._rules, roots, wanted)
+        return tuple(dense(self, cts[tensor_key(x)]) if need and tensor_key(x) in cts else None
+                     for x, need in zip(xs, needs))
 
     def transpose_linear(self, f: Callable[[list], Sequence], primals: Sequence[Any], cotangents: Sequence[Any],
                          needs: Sequence[bool]) -> tuple:
-        """The transpose of a linear map f (tangents like ``primals`` -> tangents of some outputs) at ``cotangents``.
+        """The transpose of a linear map f (tangents like ``primals`` -> tangents of some outputs) at
+        ``cotangents``: the VJP of f at zero tangents."""
+        return self.vjp_of(f, [self.zeros(p.shape, p.dtype) for p in primals], cotangents, needs)
 
-        f runs on placeholder variables (recorded even under ``no_grad``), and reverse mode
-        takes ȳ ↦ ∂/∂t Re⟨ȳ, f(t)⟩ through it in this session, so the result is recorded, or
-        carries a tangent, as this session's ops do. Entries where not ``needs`` are None.
-        """
-        rt = self._rt
-        with rt.enable_grad():  # the placeholders' graph is needed under no_grad too
-            placeholders = [rt.variable_from(self.zeros(p.shape, p.dtype)) for p in primals]
-            pairing = None
-            for t, ct in zip(f(placeholders), cotangents):
-                if t is not None and ct is not None:
-                    term = self.reduce_sum(self.mul(self.conj(ct), t))
-                    pairing = self.accumulate(pairing, self.real(term) if term.dtype.kind == "c" else term)
-        wanted = [x for x, need in zip(placeholders, needs) if need]
-        if pairing is None or not wanted:
-            return tuple(None for _ in primals)
-        one = self.constant_from(Tensor.scalar(1.0, pairing.dtype))
-        cts, _ = reverse_sweep(self, rt.ad_context._rules, [(pairing, one)], wanted)
-        found = iter(dense(self, cts[tensor_key(x)]) if tensor_key(x) in cts else None for x in wanted)
-        return tuple(next(found) if need else None for need in needs)
-
-    # --- leaves ----------------------------------------------------------------
+    # --- leaves and linalg --------------------------------------------------------------------
 
     def variable_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
         """A tracked leaf (see :meth:`EagerRuntime.variable_from`)."""
@@ -116,126 +120,6 @@ class EagerSession:
     def constant_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
         """An untracked tensor."""
         return self._rt.constant_from(t)
-
-    def zeros(self, shape: Sequence[int], dtype: npt.DTypeLike = np.float64) -> EagerTensor:
-        """A constant of zeros."""
-        return self._rt.constant_from(Tensor(np.zeros(check_shape("zeros", shape), dtype=dtype)))
-
-    # --- elementwise ---------------------------------------------------------------
-
-    def add(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
-        return self.bind(_ew.add, a, b)[0]
-
-    def sub(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
-        return self.bind(_ew.sub, a, b)[0]
-
-    def mul(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
-        return self.bind(_ew.mul, a, b)[0]
-
-    def div(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
-        return self.bind(_ew.div, a, b)[0]
-
-    def neg(self, x: EagerTensor) -> EagerTensor:
-        return self.bind(_ew.neg, x)[0]
-
-    def exp(self, x: EagerTensor) -> EagerTensor:
-        return self.bind(_ew.exp, x)[0]
-
-    def log(self, x: EagerTensor) -> EagerTensor:
-        return self.bind(_ew.log, x)[0]
-
-    def sqrt(self, x: EagerTensor) -> EagerTensor:
-        return self.bind(_ew.sqrt, x)[0]
-
-    def conj(self, x: EagerTensor) -> EagerTensor:
-        """Complex conjugate (x itself for a real dtype)."""
-        return self.bind(_ew.conj, x)[0]
-
-    def real(self, x: EagerTensor) -> EagerTensor:
-        """Real part, of the matching real dtype."""
-        return self.bind(_ew.real, x)[0]
-
-    def imag(self, x: EagerTensor) -> EagerTensor:
-        """Imaginary part, of the matching real dtype (zeros for a real x)."""
-        return self.bind(_ew.imag, x)[0]
-
-    def complex(self, re: EagerTensor, im: EagerTensor) -> EagerTensor:
-        """re + i·im from two real tensors of one shape and dtype."""
-        return self.bind(_ew.complex_, re, im)[0]
-
-    def abs(self, x: EagerTensor) -> EagerTensor:
-        """|x|, real; its derivative at 0 is taken as 0 (sign(0) = 0)."""
-        return self.bind(_ew.abs_, x)[0]
-
-    def sign(self, x: EagerTensor) -> EagerTensor:
-        """x/|x| (0 at 0); a constant for AD."""
-        return self.bind(_ew.sign, x)[0]
-
-    def scale_real(self, x: EagerTensor, alpha: float) -> EagerTensor:
-        """alpha · x for a real number alpha."""
-        return self.bind(_ew.scale_real, x, alpha=_ew.check_real_scalar("scale_real", alpha))[0]
-
-    # --- shape ops ---------------------------------------------------------------------
-
-    def broadcast_in_dim(self, x: EagerTensor, shape: Sequence[int], dims: Sequence[int]) -> EagerTensor:
-        """StableHLO broadcast: input axis i becomes output axis dims[i] (size 1 or equal)."""
-        x = self._operand("broadcast_in_dim", x)
-        shape = check_shape("broadcast_in_dim", shape)
-        dims = _st.check_axes("broadcast_in_dim", "dims", dims, len(shape))
-        if len(dims) != x.ndim:
-            raise InvalidArgument("broadcast_in_dim", f"{x.ndim} dims (one per input axis)", f"{list(dims)}")
-        return self.bind(_st.broadcast_in_dim, x, shape=shape, dims=dims)[0]
-
-    def reduce_sum(self, x: EagerTensor, axes: Sequence[int] | None = None) -> EagerTensor:
-        """Sum over ``axes`` (all when None); the reduced axes are removed."""
-        x = self._operand("reduce_sum", x)
-        axes = tuple(range(x.ndim)) if axes is None else _st.check_axes("reduce_sum", "axes", axes, x.ndim)
-        return self.bind(_st.reduce_sum, x, axes=axes)[0]
-
-    def transpose(self, x: EagerTensor, perm: Sequence[int]) -> EagerTensor:
-        """Output axis i is input axis perm[i]."""
-        x = self._operand("transpose", x)
-        perm = _st.check_axes("transpose", "perm", perm, x.ndim)
-        if len(perm) != x.ndim:
-            raise InvalidArgument("transpose", f"a permutation of {x.ndim} axes", f"{list(perm)}")
-        return self.bind(_st.transpose, x, perm=perm)[0]
-
-    def reshape(self, x: EagerTensor, shape: Sequence[int]) -> EagerTensor:
-        """Same elements in column-major order, new shape (to the same shape: x itself)."""
-        x = self._operand("reshape", x)
-        shape = check_shape("reshape", shape)
-        return x if shape == x.shape else self.bind(_st.reshape, x, shape=shape)[0]
-
-    def slice(self, x: EagerTensor, config: SliceConfig) -> EagerTensor:
-        """x[starts:limits:strides] per axis (limits exclusive)."""
-        x = self._operand("slice", x)
-        starts, limits, strides = _st.check_slice(config, x.shape)
-        return self.bind(_st.slice_, x, starts=starts, limits=limits, strides=strides)[0]
-
-    def pad(
-        self, x: EagerTensor, shape: Sequence[int], starts: Sequence[int], strides: Sequence[int] | None = None
-    ) -> EagerTensor:
-        """Zeros of ``shape`` with x placed from ``starts`` every ``strides`` (the transpose of slice)."""
-        x = self._operand("pad", x)
-        shape = check_shape("pad", shape)
-        starts = check_shape("pad", starts)
-        strides = check_shape("pad", strides) if strides is not None else (1,) * x.ndim
-        return self.bind(_st.pad, x, shape=shape, starts=starts, strides=strides)[0]
-
-    # --- einsum and linalg ---------------------------------------------------------------
-
-    def einsum(self, operands: Sequence[EagerTensor], subscripts: str) -> EagerTensor:
-        """Einstein summation, e.g. ``einsum([a, b], "ij,jk->ik")``; ``"xyxy->"`` is a trace."""
-        if not isinstance(operands, (list, tuple)) or not operands:
-            raise InvalidArgument("einsum", "a non-empty list of operands", repr(operands))
-        xs = [self._operand("einsum", x) for x in operands]
-        inputs, output = _einsum.parse(subscripts, [x.shape for x in xs])
-        if len(xs) <= 2:
-            return self.bind(_einsum.einsum_p, *xs, inputs=inputs, output=output)[0]
-        for positions, ins, out in _einsum.pairwise_steps(inputs, output, tuple(x.shape for x in xs)):
-            picked = [xs.pop(p) for p in positions]
-            xs.append(self.bind(_einsum.einsum_p, *picked, inputs=ins, output=out)[0])
-        return xs[0]
 
     def svd(
         self, x: EagerTensor, derivative_eps: float | None = None

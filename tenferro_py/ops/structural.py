@@ -28,6 +28,8 @@ RULES = RuleSet()
 
 def check_axes(op: str, what: str, axes: object, rank: int) -> tuple[int, ...]:
     """Distinct axes in [0, rank), or InvalidArgument naming the op."""
+    if type(axes) is tuple and all([type(a) is int and 0 <= a < rank for a in axes]) and len(set(axes)) == len(axes):
+        return axes
     try:
         out: tuple = tuple(axes)  # type: ignore[call-overload, arg-type]
     except TypeError:

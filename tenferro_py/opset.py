@@ -1,0 +1,215 @@
+"""The ops every session has, written once over ``bind``, and the session that runs them as plain NumPy.
+
+:class:`OpSet` holds one method per op: each checks its arguments and binds a primitive.
+Two interpreters provide ``bind``:
+
+* :class:`~tenferro_py.session.EagerSession` runs the kernel on an engine, records the op on
+  the tape and carries forward traces (the library's sessions);
+* :class:`KernelSession` calls the primitive's kernel on NumPy arrays and nothing else: no
+  tape, no engine, no checks of ownership. It runs a composite, written in session ops, as
+  one kernel.
+
+:func:`composite` uses both: a primitive whose kernel is a reference function run by a
+KernelSession, and whose JVP and VJP are that same function differentiated in the eager
+session. One formula is the fast first-order path and, differentiated, every higher order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from . import einsum as _einsum
+from .errors import InvalidArgument
+from .ops import elementwise as _ew
+from .ops import structural as _st
+from .ops.structural import SliceConfig
+from .tensor import Tensor, check_shape
+
+EagerTensor = Any  # an op's value: an EagerTensor in an eager session, an array in a KernelSession
+
+
+class OpSet:
+    """The op methods of a session, over the interpreter's ``bind``."""
+
+    __slots__ = ()
+
+    def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
+        raise NotImplementedError
+
+    def _operand(self, op: str, x: object) -> Any:
+        raise NotImplementedError
+
+    def constant_from(self, t: Any) -> Any:
+        raise NotImplementedError
+
+    def zeros(self, shape: Sequence[int], dtype: npt.DTypeLike = np.float64) -> EagerTensor:
+        """A constant of zeros."""
+        return self.constant_from(Tensor(np.zeros(check_shape("zeros", shape), dtype=dtype)))
+
+    def accumulate(self, a: Any, b: Any) -> Any:
+        """a + b for tangents or cotangents, where None is a symbolic zero."""
+        if a is None:
+            return b
+        if b is None:
+            return a
+        return self.add(a, b)
+
+    # --- elementwise ---------------------------------------------------------------
+
+    def add(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.add, a, b)[0]
+
+    def sub(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.sub, a, b)[0]
+
+    def mul(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.mul, a, b)[0]
+
+    def div(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.div, a, b)[0]
+
+    def neg(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.neg, x)[0]
+
+    def exp(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.exp, x)[0]
+
+    def log(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.log, x)[0]
+
+    def sqrt(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.sqrt, x)[0]
+
+    def conj(self, x: EagerTensor) -> EagerTensor:
+        """Complex conjugate (x itself for a real dtype)."""
+        return self.bind(_ew.conj, x)[0]
+
+    def real(self, x: EagerTensor) -> EagerTensor:
+        """Real part, of the matching real dtype."""
+        return self.bind(_ew.real, x)[0]
+
+    def imag(self, x: EagerTensor) -> EagerTensor:
+        """Imaginary part, of the matching real dtype (zeros for a real x)."""
+        return self.bind(_ew.imag, x)[0]
+
+    def complex(self, re: EagerTensor, im: EagerTensor) -> EagerTensor:
+        """re + i·im from two real tensors of one shape and dtype."""
+        return self.bind(_ew.complex_, re, im)[0]
+
+    def abs(self, x: EagerTensor) -> EagerTensor:
+        """|x|, real; its derivative at 0 is taken as 0 (sign(0) = 0)."""
+        return self.bind(_ew.abs_, x)[0]
+
+    def sign(self, x: EagerTensor) -> EagerTensor:
+        """x/|x| (0 at 0); a constant for AD."""
+        return self.bind(_ew.sign, x)[0]
+
+    def scale_real(self, x: EagerTensor, alpha: float) -> EagerTensor:
+        """alpha · x for a real number alpha."""
+        return self.bind(_ew.scale_real, x, alpha=_ew.check_real_scalar("scale_real", alpha))[0]
+
+    # --- shape ops ---------------------------------------------------------------------
+
+    def broadcast_in_dim(self, x: EagerTensor, shape: Sequence[int], dims: Sequence[int]) -> EagerTensor:
+        """StableHLO broadcast: input axis i becomes output axis dims[i] (size 1 or equal)."""
+        x = self._operand("broadcast_in_dim", x)
+        shape = check_shape("broadcast_in_dim", shape)
+        dims = _st.check_axes("broadcast_in_dim", "dims", dims, len(shape))
+        if len(dims) != x.ndim:
+            raise InvalidArgument("broadcast_in_dim", f"{x.ndim} dims (one per input axis)", f"{list(dims)}")
+        return self.bind(_st.broadcast_in_dim, x, shape=shape, dims=dims)[0]
+
+    def reduce_sum(self, x: EagerTensor, axes: Sequence[int] | None = None) -> EagerTensor:
+        """Sum over ``axes`` (all when None); the reduced axes are removed."""
+        x = self._operand("reduce_sum", x)
+        axes = tuple(range(x.ndim)) if axes is None else _st.check_axes("reduce_sum", "axes", axes, x.ndim)
+        return self.bind(_st.reduce_sum, x, axes=axes)[0]
+
+    def transpose(self, x: EagerTensor, perm: Sequence[int]) -> EagerTensor:
+        """Output axis i is input axis perm[i]."""
+        x = self._operand("transpose", x)
+        perm = _st.check_axes("transpose", "perm", perm, x.ndim)
+        if len(perm) != x.ndim:
+            raise InvalidArgument("transpose", f"a permutation of {x.ndim} axes", f"{list(perm)}")
+        return self.bind(_st.transpose, x, perm=perm)[0]
+
+    def reshape(self, x: EagerTensor, shape: Sequence[int]) -> EagerTensor:
+        """Same elements in column-major order, new shape (to the same shape: x itself)."""
+        x = self._operand("reshape", x)
+        shape = check_shape("reshape", shape)
+        return x if shape == x.shape else self.bind(_st.reshape, x, shape=shape)[0]
+
+    def slice(self, x: EagerTensor, config: SliceConfig) -> EagerTensor:
+        """x[starts:limits:strides] per axis (limits exclusive)."""
+        x = self._operand("slice", x)
+        starts, limits, strides = _st.check_slice(config, x.shape)
+        return self.bind(_st.slice_, x, starts=starts, limits=limits, strides=strides)[0]
+
+    def pad(
+        self, x: EagerTensor, shape: Sequence[int], starts: Sequence[int], strides: Sequence[int] | None = None
+    ) -> EagerTensor:
+        """Zeros of ``shape`` with x placed from ``starts`` every ``strides`` (the transpose of slice)."""
+        x = self._operand("pad", x)
+        shape = check_shape("pad", shape)
+        starts = check_shape("pad", starts)
+        strides = check_shape("pad", strides) if strides is not None else (1,) * x.ndim
+        return self.bind(_st.pad, x, shape=shape, starts=starts, strides=strides)[0]
+
+    # --- einsum ---------------------------------------------------------------
+
+    def einsum(self, operands: Sequence[EagerTensor], subscripts: str) -> EagerTensor:
+        """Einstein summation, e.g. ``einsum([a, b], "ij,jk->ik")``; ``"xyxy->"`` is a trace."""
+        if not isinstance(operands, (list, tuple)) or not operands:
+            raise InvalidArgument("einsum", "a non-empty list of operands", repr(operands))
+        xs = [self._operand("einsum", x) for x in operands]
+        inputs, output = _einsum.parse(subscripts, [x.shape for x in xs])
+        if len(xs) <= 2:
+            return self.bind(_einsum.einsum_p, *xs, inputs=inputs, output=output)[0]
+        for positions, ins, out in _einsum.pairwise_steps(inputs, output, tuple(x.shape for x in xs)):
+            picked = [xs.pop(p) for p in positions]
+            xs.append(self.bind(_einsum.einsum_p, *picked, inputs=ins, output=out)[0])
+        return xs[0]
+
+
+
+class KernelSession(OpSet):
+    """Runs ops as plain NumPy calls on arrays: the interpreter of a composite's kernel."""
+
+    __slots__ = ()
+
+    def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
+        return prim.impl(*inputs, **params)
+
+    def _operand(self, op: str, x: object) -> Any:
+        return x
+
+    def constant_from(self, t: Any) -> Any:
+        return t._array if isinstance(t, Tensor) else t
+
+
+KERNEL_SESSION = KernelSession()
+
+
+def composite(reference: Callable[..., Sequence]) -> tuple[Callable, Callable, Callable]:
+    """(kernel, JVP rule, VJP rule) of a primitive defined by ``reference(s, *inputs, **params)``, a
+    function of session ops returning the outputs.
+
+    The kernel runs the reference on arrays in a :class:`KernelSession`: one kernel, with no
+    tape and no per-op dispatch. The rules differentiate the same reference in the eager
+    session they are given (``s.jvp_of``, ``s.vjp_of``), so they are exact to every order and
+    differentiable again.
+    """
+
+    def kernel(*arrays: np.ndarray, **params: Any) -> tuple:
+        return tuple(reference(KERNEL_SESSION, *arrays, **params))
+
+    def jvp(s, tangents, primals, outputs, **params):
+        return s.jvp_of(lambda xs: reference(s, *xs, **params), primals, tangents)
+
+    def vjp(s, cotangents, primals, outputs, needs, **params):
+        return s.vjp_of(lambda xs: reference(s, *xs, **params), primals, cotangents, needs)
+
+    return kernel, jvp, vjp

@@ -307,10 +307,24 @@ def operand_cotangent(s, ct, primals, inputs, output, i):
 
 
 def _vjp(s, cotangents, primals, outputs, needs, inputs, output):
+    """Each needed operand's cotangent; an operand that repeats another (the same tensor under the same
+    subscripts, as in a norm x·x) has the same one, computed once."""
     (ct,) = cotangents
-    return tuple(
-        operand_cotangent(s, ct, primals, inputs, output, i) if need else None for i, need in enumerate(needs)
-    )
+    found: dict = {}
+    result = []
+    for i, need in enumerate(needs):
+        if not need:
+            result.append(None)
+            continue
+        twin = (primals[i], inputs[i])
+        for (x, sub), g in found.items():
+            if x is twin[0] and sub == twin[1]:
+                result.append(g)
+                break
+        else:
+            found[twin] = operand_cotangent(s, ct, primals, inputs, output, i)
+            result.append(found[twin])
+    return tuple(result)
 
 
 def _cost(in_avals, out_avals, params) -> float:

@@ -119,8 +119,9 @@ class EagerTensor:
         return Tensor(resolve(self._value))
 
     def to_tensor(self, engine: Any) -> Tensor:
-        """A host copy of the value (tenferro's ``to_tensor(&mut eng)``)."""
-        return Tensor(np.array(resolve(self._value)))
+        """The host value (tenferro's ``to_tensor(&mut eng)``): a Tensor, immutable like a copy, that
+        shares the buffer no kernel ever writes to instead of copying it."""
+        return Tensor(resolve(self._value))
 
     def item(self) -> float:
         """The value of a one-element tensor as a Python number."""

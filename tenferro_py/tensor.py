@@ -32,8 +32,8 @@ def is_real_number(x: object) -> TypeGuard["int | float | np.integer | np.floati
 
 def check_shape(op: str, shape: Iterable[int]) -> tuple[int, ...]:
     """A shape as a tuple of non-negative ints, or InvalidArgument naming ``op``."""
-    if type(shape) is tuple and all([type(d) is int and d >= 0 for d in shape]):
-        return shape
+    if (type(shape) is tuple or type(shape) is list) and all([type(d) is int and d >= 0 for d in shape]):
+        return tuple(shape)
     try:
         dims = tuple(shape)
     except TypeError:

@@ -243,6 +243,10 @@ def check_slice(config: object, shape: tuple[int, ...]) -> tuple[tuple[int, ...]
     starts = check_shape("slice", config.starts)
     limits = check_shape("slice", config.limits)
     strides = check_shape("slice", config.strides) if config.strides is not None else (1,) * rank
+    if len(starts) == len(limits) == len(strides) == rank and all(
+        [0 <= st <= lim <= n and sd >= 1 for st, lim, sd, n in zip(starts, limits, strides, shape)]
+    ):
+        return starts, limits, strides
     for name, v in (("starts", starts), ("limits", limits), ("strides", strides)):
         if len(v) != rank:
             raise InvalidArgument("slice", f"{rank} {name} (one per axis of shape {list(shape)})", f"{list(v)}")

@@ -1,15 +1,22 @@
-"""Timing harness of the staged TRG (examples/ising_trg.py), side by side and interleaved.
+"""Timing harness of the staged TRG, side by side and interleaved, in two spellings.
 
-Per β, after one warm-up each, runs (a, b[, b1][, c]) in turn ``--repeats`` times and
+Per β, after one warm-up each, runs the programs below in turn ``--repeats`` times and
 prints medians and ratios:
   (a) ``numpy_forward``: plain NumPy forward-only TRG, no AD, BLAS pinned to 1 thread — the floor;
-  (b) tenferro_py's staged ``value_and_grad`` on ``CpuEngine`` of width ``--width``;
-  (b1) the same at width 1 (only when --width > 1);
+  (h) ``bench/handwritten_trg.py``: the value and gradient written by hand in NumPy, the reverse
+      with the fewest kernels — what any AD engine over NumPy is measured against;
+  (b) the staged ``value_and_grad`` of examples/ising_trg.py on ``CpuEngine`` of width ``--width``;
+  (p) ``bench/ported_trg.py``: the same algorithm as a line-by-line port of a tenferro (Rust)
+      program reads (see that file), same width;
+  (b1), (p1) the same at width 1 (only when --width > 1);
   (c) JAX ``jit(value_and_grad)`` of the same algorithm (bench/jax_trg.py), BLAS pinned to 1 thread,
       when jax is importable;
   (d) with ``--curvature``: the staged ``value_grad_and_curvature`` (value, gradient and c_ad by
       forward over reverse) at the same width, and the ratio d/b.
-Agreement is checked (lnZ/N to 1e-12; JAX's gradient to 1e-9, (d)'s to 1e-12); a failed check exits 1.
+Agreement with (b) is checked: lnZ/N to 1e-12 for every program; the gradient to 1e-12 for (d),
+(h) and (p), to 1e-9 for JAX. (At β = 0.4 the gradient is conditioning-limited: one-ulp
+perturbations of T₀ move the example's own gradient by 1e-13 … 2e-10, see bench/README.md.)
+A failed check exits 1.
 
 ``--scaling`` runs χ = 8, 16, 24, 32 each in a fresh subprocess and fits time ∝ χ^p.
 
@@ -39,11 +46,13 @@ import numpy as np  # noqa: E402
 import opt_einsum  # noqa: E402
 from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
+import handwritten_trg  # noqa: E402
+import ported_trg  # noqa: E402
 import tenferro_py  # noqa: E402
 from ising_trg import schedule, value_and_grad, value_grad_and_curvature  # noqa: E402
 from tenferro_py import CpuEngine, Pool  # noqa: E402
 
-LNZ_TOL, GRAD_TOL = 1e-12, 1e-9
+LNZ_TOL, GRAD_TOL, JAX_GRAD_TOL = 1e-12, 1e-12, 1e-9
 SCALING_POINTS = ((8, 20), (16, 20), (24, 12), (32, 8))  # (χ, steps); fit over χ >= SCALING_FIT_MIN
 SCALING_FIT_MIN = 16
 
@@ -91,10 +100,26 @@ def floor_runner(ks: Sequence[int]) -> Callable[[float], float]:
     return run
 
 
+def handwritten_runner(ks: Sequence[int]) -> Callable[[float], tuple[float, float]]:
+    """(h): the hand-written NumPy value and gradient with BLAS pinned to one thread."""
+
+    def run(beta: float) -> tuple[float, float]:
+        with threadpool_limits(1, "blas"):
+            return handwritten_trg.value_and_grad(beta, ks)
+
+    return run
+
+
 def tenferro_runner(ks: Sequence[int], width: int) -> Callable[[float], tuple[float, float]]:
     """(b): the example's staged value_and_grad on an engine of the given width."""
     engine = CpuEngine(Pool.builder().threads(width).build())
     return lambda beta: value_and_grad(beta, ks, engine)
+
+
+def ported_runner(ks: Sequence[int], width: int) -> Callable[[float], tuple[float, float]]:
+    """(p): the ported program's value_and_grad on an engine of the given width."""
+    engine = CpuEngine(Pool.builder().threads(width).build())
+    return lambda beta: ported_trg.value_and_grad(beta, ks, engine)
 
 
 def curvature_runner(ks: Sequence[int], width: int) -> Callable[[float], tuple[float, float, float]]:
@@ -172,9 +197,11 @@ def header(args: argparse.Namespace, settings: bool = True) -> str:
 def compare(args: argparse.Namespace) -> int:
     """The side-by-side table per β and a summary line; 1 when a check fails."""
     ks = schedule(args.chi, args.steps)
-    runners: dict[str, Callable] = {"a": floor_runner(ks), "b": tenferro_runner(ks, args.width)}
+    runners: dict[str, Callable] = {"a": floor_runner(ks), "h": handwritten_runner(ks),
+                                    "b": tenferro_runner(ks, args.width), "p": ported_runner(ks, args.width)}
     if args.width > 1:
         runners["b1"] = tenferro_runner(ks, 1)
+        runners["p1"] = ported_runner(ks, 1)
     if args.curvature:
         runners["d"] = curvature_runner(ks, args.width)
     jax = jax_runner(ks)
@@ -184,29 +211,33 @@ def compare(args: argparse.Namespace) -> int:
     else:
         runners["c"], description = jax
         print(f"# (c) {description}")
-    print("# a = NumPy forward floor (1 BLAS thread), b = tenferro_py staged value_and_grad "
-          f"(width {args.width}){', b1 = same at width 1' if 'b1' in runners else ''}"
-          f"{', c = JAX jit(value_and_grad) (1 BLAS thread)' if 'c' in runners else ''}"
-          f"{', d = value_grad_and_curvature (same width)' if 'd' in runners else ''}", flush=True)
+    names = {"a": "NumPy forward floor (1 BLAS thread)", "h": "hand-written NumPy value and gradient",
+             "b": f"examples/ising_trg.py value_and_grad (width {args.width})",
+             "p": f"bench/ported_trg.py value_and_grad (width {args.width})", "b1": "b at width 1",
+             "p1": "p at width 1", "c": "JAX jit(value_and_grad) (1 BLAS thread)",
+             "d": "value_grad_and_curvature (same width)"}
+    print("# " + ", ".join(f"{k} = {names[k]}" for k in runners), flush=True)
     ok = True
     ratios: dict[str, list[float]] = {}
     for beta in args.betas:
         results, med = interleaved(runners, beta, args.repeats)
         lnz, grad = results["b"]
-        checks = [("a", abs(results["a"] - lnz), None)]
-        if "c" in results:
-            checks.append(("c", abs(results["c"][0] - lnz), abs(results["c"][1] - grad)))
-        if "d" in results:
-            checks.append(("d", abs(results["d"][0] - lnz), abs(results["d"][1] - grad)))
+        checks = [("a", abs(results["a"] - lnz), None, None)]
+        for name in ("h", "p", "p1", "d", "c"):
+            if name in results:
+                tol = JAX_GRAD_TOL if name == "c" else GRAD_TOL
+                checks.append((name, abs(results[name][0] - lnz), abs(results[name][1] - grad), tol))
         notes = []
-        for name, d_lnz, d_grad in checks:
-            good = d_lnz <= LNZ_TOL and (d_grad is None or d_grad <= (GRAD_TOL if name == "c" else LNZ_TOL))
+        for name, d_lnz, d_grad, tol in checks:
+            good = d_lnz <= LNZ_TOL and (d_grad is None or d_grad <= tol)
             ok &= good
             text = f"|{name}-b| lnZ/N {d_lnz:.1e}" + ("" if d_grad is None else f" grad {d_grad:.1e}")
             notes.append(text + (" ok" if good else " MISMATCH"))
-        row = {"b/a": med["b"] / med["a"]}
+        row = {"h/a": med["h"] / med["a"], "b/a": med["b"] / med["a"], "p/a": med["p"] / med["a"],
+               "p/b": med["p"] / med["b"]}
         if "b1" in med:
             row[f"b({args.width})/b(1)"] = med["b"] / med["b1"]
+            row[f"p({args.width})/p(1)"] = med["p"] / med["p1"]
         if "c" in med:
             row["b/c"] = med["b"] / med["c"]
         if "d" in med:

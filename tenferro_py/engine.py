@@ -25,6 +25,7 @@ raised when its value is read or the session ends.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -38,9 +39,6 @@ from .errors import InvalidArgument
 #: Kernels estimated at this many flops or more go to the workers of a wide engine.
 COSTLY_FLOPS = float(2**22)
 
-_CONTROLLER: ThreadpoolController | None = None
-
-
 class Kernel(Protocol):
     """What an engine needs of a primitive: its kernel and its cost estimate."""
 
@@ -49,20 +47,59 @@ class Kernel(Protocol):
     def flops(self, in_avals: tuple, out_avals: tuple, params: dict) -> float: ...
 
 
-def _controller() -> ThreadpoolController:
-    """The process's BLAS thread controller, found once (finding it scans the loaded libraries)."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER
+class _BlasPin:
+    """BLAS/LAPACK on one thread while any engine of the process is active, restored after the last.
+
+    The thread count is process-wide state, so sessions of several threads share one pin: the
+    first to start sets it (through threadpoolctl, whose controller scans the loaded libraries
+    once), the last to end gives back what it found.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._controller: ThreadpoolController | None = None
+        self._limiter: Any = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        with self._lock:
+            if self._count == 0:
+                if self._controller is None:
+                    self._controller = ThreadpoolController()
+                self._limiter = self._controller.limit(limits=1, user_api="blas")
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._count -= 1
+                if self._count == 0:
+                    self._limiter.restore_original_limits()
+                    self._limiter = None
+
+
+_BLAS_PIN = _BlasPin()
+
+
+def available_parallelism() -> int:
+    """The cores this process may run on (tenferro's default pool width, as Rust's ``available_parallelism``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 class Pool:
-    """A number of worker threads; built as ``Pool.builder().threads(n).build()``."""
+    """A number of worker threads; built as ``Pool.builder().threads(n).build()``.
+
+    As in tenferro (threadteam), the width defaults to the available parallelism.
+    """
 
     __slots__ = ("_threads",)
 
-    def __init__(self, threads: int = 1):
+    def __init__(self, threads: int | None = None):
+        threads = available_parallelism() if threads is None else threads
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise InvalidArgument("Pool.threads", "an int >= 1", repr(threads))
         self._threads = threads
@@ -85,10 +122,10 @@ class PoolBuilder:
     __slots__ = ("_threads",)
 
     def __init__(self) -> None:
-        self._threads = 1
+        self._threads: int | None = None
 
     def threads(self, n: int) -> "PoolBuilder":
-        """Set the width (checked when built)."""
+        """Set the width (checked when built; unset, the available parallelism)."""
         self._threads = n
         return self
 
@@ -183,15 +220,26 @@ class CpuEngine:
 
     @contextlib.contextmanager
     def active(self) -> Iterator["CpuEngine"]:
-        """Pin BLAS/LAPACK to one thread while ops run here; on leaving, wait for every kernel."""
-        with _controller().limit(limits=1, user_api="blas"):
+        """Pin BLAS/LAPACK to one thread while ops run here; on leaving, wait for every kernel.
+
+        A kernel's error is raised on leaving, unless the body raised its own: that one wins,
+        with the kernel's chained to it (its ``__context__``).
+        """
+        with _BLAS_PIN.held():
             self._depth += 1
             try:
                 yield self
-            finally:
+            except BaseException as own:
                 self._depth -= 1
                 if self._depth == 0:
-                    self.wait()
+                    try:
+                        self.wait()
+                    except BaseException:
+                        raise own  # noqa: B904 (the kernel's error becomes own.__context__)
+                raise
+            self._depth -= 1
+            if self._depth == 0:
+                self.wait()
 
     # --- running ---------------------------------------------------------------------
 

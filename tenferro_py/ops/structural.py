@@ -279,9 +279,10 @@ def _slice_structured(s, x, starts, limits, strides):
     window = tuple(zip(starts, limits))
     common = intersect(x.box(), window)
     block = x.block
-    if common != x.box():
-        block = s.slice(block, SliceConfig([lo - st for (lo, _), st in zip(common, x.starts)],
-                                           [hi - st for (_, hi), st in zip(common, x.starts)]))
+    if common != x.box():  # where the window misses the block on an axis, an empty range of it
+        lows = [min(lo - st, n) for (lo, _), st, n in zip(common, x.starts, block.shape)]
+        block = s.slice(block, SliceConfig(lows, [max(low, min(hi - st, n)) for (_, hi), st, n, low
+                                                  in zip(common, x.starts, block.shape, lows)]))
     out_shape = tuple(hi - lo for lo, hi in window)
     return (embedded(block, out_shape, tuple((lo - w, hi - w) for (lo, hi), (w, _) in zip(common, window))),)
 

@@ -1,0 +1,120 @@
+"""The shape of the code: modules layer without a cycle, the tape names no op, and the library
+leaves process-wide state as it found it."""
+
+import ast
+import re
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+
+import tenferro_py as tf
+from tenferro_py.opset import OpSet
+
+PACKAGE = Path(tf.__file__).resolve().parent
+
+#: Lowest first: a module may import only modules on an earlier line (or its own line's package).
+LAYERS = [
+    ["errors", "structure"],
+    ["tensor", "engine", "rules"],
+    ["tape", "ops.structural"],
+    ["ops.elementwise"],
+    ["ops"],
+    ["einsum"],
+    ["opset"],
+    ["linalg"],
+    ["session"],
+    ["runtime"],
+    ["staged", "testing"],
+]
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE).with_suffix("")
+    parts = [p for p in rel.parts if p != "__init__"]
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """The package modules a module imports, at any place in it (TYPE_CHECKING blocks included)."""
+    name = _module_name(path)
+    package = name.split(".")[:-1] if path.name != "__init__.py" else name.split(".")
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+            target = ".".join(base + ([node.module] if node.module else []))
+            if node.module is None:  # from . import x, y
+                found.update(".".join(base + [alias.name]) for alias in node.names)
+            else:
+                found.add(target)
+    return {m for m in found if m}
+
+
+def test_modules_layer_without_a_cycle():
+    layer_of = {m: i for i, layer in enumerate(LAYERS) for m in layer}
+    modules = [p for p in PACKAGE.rglob("*.py") if _module_name(p) not in ("",)]
+    for path in modules:
+        name = _module_name(path)
+        assert name in layer_of, f"{name} is in no layer of this test"
+        for target in _imports(path):
+            assert target in layer_of, f"{name} imports {target}, which is in no layer"
+            assert layer_of[target] < layer_of[name] or (name == "ops" and target.startswith("ops.")), (
+                f"{name} (layer {layer_of[name]}) imports {target} (layer {layer_of[target]})")
+
+
+def test_no_type_checking_back_imports():
+    for path in PACKAGE.rglob("*.py"):
+        assert "TYPE_CHECKING" not in path.read_text(), path
+
+
+def test_the_tape_names_no_op():
+    """The tape calls rules and asks its session for one thing, a sum of cotangents (accumulate)."""
+    source = (PACKAGE / "tape.py").read_text()
+    ops = {name for name in dir(OpSet) if not name.startswith("_")} - {"accumulate", "bind", "constant_from", "zeros"}
+    called = set(re.findall(r"\bs\.(\w+)\(", source))  # the session is ``s`` throughout
+    assert "accumulate" in called
+    assert not ops & called, f"tape.py calls ops {sorted(ops & called)}"
+    assert "einsum" not in source.replace("einsum's", "")
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def _work(errors):
+    try:
+        rt = tf.EagerRuntime()
+        eng = tf.CpuEngine(tf.Pool.builder().threads(2).build())
+        x = rt.variable_from(tf.Tensor(np.random.default_rng(0).standard_normal((64, 64))))
+        for _ in range(5):
+            y = rt.with_eager_session(eng, lambda s: s.reduce_sum(s.svd(x)[1]))
+            rt.grad(eng, y, x)
+    except BaseException as err:  # reported by the main thread
+        errors.append(err)
+
+
+def test_sessions_leave_blas_threads_and_the_switch_interval_as_they_found_them():
+    switch, blas = sys.getswitchinterval(), _blas_threads()
+    errors = []
+    _work(errors)
+    assert not errors
+    assert sys.getswitchinterval() == switch and _blas_threads() == blas
+
+
+def test_wide_engines_in_two_threads_leave_the_switch_interval_alone():
+    """(The BLAS thread count they share is pinned by the first session and given back by the
+    last; OpenBLAS itself honours changes of it only from the first thread that ever made one,
+    so across threads its restoration is OpenBLAS's to keep: see docs/design.md.)"""
+    switch = sys.getswitchinterval()
+    errors = []
+    threads = [threading.Thread(target=_work, args=(errors,)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert sys.getswitchinterval() == switch

@@ -99,7 +99,8 @@ class Pool:
     __slots__ = ("_threads",)
 
     def __init__(self, threads: int | None = None):
-        threads = available_parallelism() if threads is None else threads
+        if threads is None:
+            threads = available_parallelism()
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise InvalidArgument("Pool.threads", "an int >= 1", repr(threads))
         self._threads = threads
@@ -121,8 +122,10 @@ class PoolBuilder:
 
     __slots__ = ("_threads",)
 
+    _UNSET = object()
+
     def __init__(self) -> None:
-        self._threads: int | None = None
+        self._threads: object = PoolBuilder._UNSET
 
     def threads(self, n: int) -> "PoolBuilder":
         """Set the width (checked when built; unset, the available parallelism)."""
@@ -130,7 +133,11 @@ class PoolBuilder:
         return self
 
     def build(self) -> Pool:
-        return Pool(self._threads)
+        if self._threads is PoolBuilder._UNSET:
+            return Pool()
+        if self._threads is None:
+            raise InvalidArgument("Pool.threads", "an int >= 1", "None")
+        return Pool(self._threads)  # type: ignore[arg-type]
 
 
 class _Task:

@@ -128,7 +128,9 @@ def test_host_tensor_accepted_as_operand(rt, eng):
 
 
 def test_pool_builder():
-    assert tf.Pool.builder().build().threads == 1
+    from tenferro_py.engine import available_parallelism
+
+    assert tf.Pool.builder().build().threads == available_parallelism()  # tenferro's default
     p = tf.Pool.builder().threads(3).build()
     assert isinstance(p, tf.Pool) and p.threads == 3
     assert isinstance(tf.Pool.builder(), tf.PoolBuilder)

@@ -633,3 +633,38 @@ def test_check_grads_catches_a_wrong_rule(rng):
     check_grads(lambda s, x: s.bind(skew, x)[0], [rng.standard_normal(3)], modes=("fwd",), order=1, context=ctx2)
     with pytest.raises(AssertionError):
         check_grads(lambda s, x: s.bind(skew, x)[0], [rng.standard_normal(3)], modes=("rev",), order=1, context=ctx2)
+
+
+def test_no_grad_is_a_guard_as_in_rust(rt, eng):
+    """`let _guard = rt.no_grad();` holds until the guard is dropped; `with rt.no_grad():` for a block."""
+    x = rt.variable_from(T(np.ones(2)))
+
+    def tracked():
+        return rt.with_eager_session(eng, lambda s: s.mul(x, x)).is_tracked
+
+    guard = rt.no_grad()
+    assert not tracked() and not rt.recording
+    inner = rt.enable_grad()
+    assert tracked()
+    guard.close()  # guards may end out of order: the newest open one decides
+    assert tracked()
+    del inner
+    assert tracked() and rt.recording
+    rt.no_grad()  # not bound: dropped at once, as `let _ = rt.no_grad();` in Rust
+    assert tracked()
+    with rt.no_grad():
+        assert not tracked()
+        with rt.enable_grad():
+            assert tracked()
+        assert not tracked()
+    assert tracked()
+
+
+def test_to_tensor_is_an_immutable_host_value(rt, eng):
+    x = rt.variable_from(T(np.arange(4.0)))
+    y = rt.with_eager_session(eng, lambda s: s.scale_real(x, 2.0))
+    t = y.to_tensor(eng)
+    assert isinstance(t, tf.Tensor) and t.as_slice().tolist() == [0.0, 2.0, 4.0, 6.0]
+    with pytest.raises(ValueError):
+        t.as_slice()[0] = 1.0  # read-only, like the tensor it came from
+    assert y.value().as_slice().tolist() == [0.0, 2.0, 4.0, 6.0]

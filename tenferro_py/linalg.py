@@ -13,6 +13,7 @@ factors to k leaves): the work is then O(m n k), not O(m n K).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -70,7 +71,19 @@ def _eps(s, derivative_eps) -> float:
 
 
 def _full(s, shape, value, dtype):
-    return s.constant_from(Tensor(np.full(shape, value, dtype=dtype)))
+    """A constant of ``shape`` filled with ``value``: one number, broadcast (no array of that size)."""
+    return s.broadcast_in_dim(s.constant_from(Tensor(np.array(value, dtype=dtype))), shape, ())
+
+
+@functools.lru_cache(maxsize=64)
+def _off_diagonal(rows: int, cols: int, dtype: np.dtype) -> Tensor:
+    """1 − I of rows × cols (read-only, made once per shape)."""
+    return Tensor(1.0 - np.eye(rows, cols, dtype=dtype))
+
+
+@functools.lru_cache(maxsize=64)
+def _eye(rows: int, cols: int, dtype: np.dtype) -> Tensor:
+    return Tensor(np.eye(rows, cols, dtype=dtype))
 
 
 def broadened_f(s, sv, eps, cols=None):
@@ -89,7 +102,7 @@ def broadened_gap_inverse(s, w, eps, cols=None):
     cols = k if cols is None else cols
     d = s.sub(s.broadcast_in_dim(_columns(s, w, cols, 0), (k, cols), (1,)), s.broadcast_in_dim(w, (k, cols), (0,)))
     f = s.div(d, s.add(s.mul(d, d), _full(s, (k, cols), eps * eps, w.dtype)))
-    return s.mul(f, s.constant_from(Tensor(1.0 - np.eye(k, cols, dtype=w.dtype))))
+    return s.mul(f, s.constant_from(_off_diagonal(k, cols, w.dtype)))
 
 
 def broadened_inverse(s, sv, eps):
@@ -107,7 +120,7 @@ def _antisym_columns(s, f_cols, p):
 def _on_diagonal(s, vec, k):
     """The kk × K matrix with ``vec`` (length kk) on its diagonal."""
     kk = vec.shape[0]
-    return s.einsum([vec, s.constant_from(Tensor(np.eye(kk, k, dtype=vec.dtype)))], "i,ij->ij")
+    return s.einsum([vec, s.constant_from(_eye(kk, k, vec.dtype))], "i,ij->ij")
 
 
 def _phase_term(s, dp_head, sk, eps):
@@ -133,15 +146,6 @@ def _extend(s, x, stop, axis):
     return s.pad(x, shape, (0,) * x.ndim, (1,) * x.ndim)
 
 
-def _joined(s, a, b, axis):
-    """a and b side by side along ``axis`` (their other axes equal)."""
-    shape = list(a.shape)
-    shape[axis] += b.shape[axis]
-    starts = [0] * a.ndim
-    starts[axis] = a.shape[axis]
-    return s.add(s.pad(a, shape, (0,) * a.ndim), s.pad(b, shape, starts))
-
-
 def _leading_block(s, ct, axis):
     """(block, k): a cotangent that is zero from index k on along ``axis``, as its first k entries."""
     if ct is None:
@@ -158,23 +162,21 @@ def _leading_block(s, ct, axis):
     return s.pad(ct.block, shape, ct.starts, ct.strides) if ct.starts[axis] else ct.block, stop
 
 
-def _svd_jvp(s, tangents, primals, outputs, derivative_eps):
-    """dU, dS, dVᴴ of SPEC §3 from dP = Uᴴ dA V.
+def _svd_tangent(s, u, sv, vt, da, *, eps):
+    """The SVD's JVP of SPEC §3 from dP = Uᴴ dA V: (dU, dS, dVᴴ), except that where U (or Vᴴ) is
+    square it gives J with dU = U·J (J' with dVᴴ = J'·Vᴴ).
 
-    dS = Re diag dP; for complex A, dU also gets U·diag(i Im(dP_ii)/s_i) (JAX's gauge).
-    Where U (or Vᴴ) is square, dU = U·J (dVᴴ = J'·Vᴴ) is returned as a :class:`Product`,
-    so that thin products with it never form the K × K product.
+    J = F∘(dP S + S dPᴴ), J' = (F∘(S dP + dPᴴ S))ᴴ, dS = Re diag dP; for complex A, J also gets
+    diag(i Im(dP_ii)/s_i) (JAX's gauge); a tall A adds (I − UUᴴ) dA V S⁻¹ to dU, a wide one
+    S⁻¹ Uᴴ dA (I − VVᴴ) to dVᴴ.
     """
-    (da,), (a,), (u, sv, vt) = tangents, primals, outputs
-    m, n = a.shape
-    k = sv.shape[0]
-    eps = _eps(s, derivative_eps)
-    lift = lambda x: lift_real(s, x, a)  # noqa: E731
+    m, k = u.shape
+    n = vt.shape[1]
+    lift = lambda x: lift_real(s, x, u)  # noqa: E731
     dp = s.einsum([cj(s, u), da, cj(s, vt)], "ai,ab,jb->ij")  # Uᴴ dA V
     f = lift(broadened_f(s, sv, eps))
     s_rows = lift(s.broadcast_in_dim(sv, (k, k), (0,)))  # s_i
     s_cols = lift(s.broadcast_in_dim(sv, (k, k), (1,)))  # s_j
-    inverse = lift(broadened_inverse(s, sv, eps))
 
     def hermitian_part(x):
         return s.add(x, s.transpose(cj(s, x), (1, 0)))
@@ -183,19 +185,43 @@ def _svd_jvp(s, tangents, primals, outputs, derivative_eps):
     phase = _phase_term(s, dp, sv, eps)
     if phase is not None:
         ju = s.add(ju, s.transpose(_on_diagonal(s, phase, k), (1, 0)))
-    if m > k:  # + (I − UUᴴ) dA V S⁻¹
+    if m > k:  # U J + (I − UUᴴ) dA V S⁻¹
+        inverse = lift(broadened_inverse(s, sv, eps))
         rest = s.sub(s.einsum([da, cj(s, vt)], "ab,jb->aj"), s.einsum([u, dp], "ai,ij->aj"))
-        du = s.add(s.einsum([u, ju], "ai,ij->aj"), s.einsum([rest, inverse], "aj,j->aj"))
-    else:
-        du = Product(u, ju)
+        ju = s.add(s.einsum([u, ju], "ai,ij->aj"), s.einsum([rest, inverse], "aj,j->aj"))
     ds = s.real(s.einsum([dp], "ii->i"))
     jv_h = s.transpose(cj(s, s.mul(f, hermitian_part(s.mul(s_rows, dp)))), (1, 0))  # (F∘(S dP + dPᴴ S))ᴴ
-    if n > k:  # + S⁻¹ Uᴴ dA (I − VVᴴ)
+    if n > k:  # J' Vᴴ + S⁻¹ Uᴴ dA (I − VVᴴ)
+        inverse = lift(broadened_inverse(s, sv, eps))
         rest = s.sub(s.einsum([cj(s, u), da], "ai,ab->ib"), s.einsum([dp, vt], "ij,jb->ib"))
-        dvt = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), s.einsum([inverse, rest], "i,ib->ib"))
-    else:
-        dvt = Product(jv_h, vt)
-    return du, ds, dvt
+        jv_h = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), s.einsum([inverse, rest], "i,ib->ib"))
+    return ju, ds, jv_h
+
+
+def _tangent_abstract(u: Aval, sv: Aval, vt: Aval, da: Aval, *, eps) -> tuple[Aval, Aval, Aval]:
+    (m, k), n = u.shape, vt.shape[1]
+    return Aval((m, k), u.dtype), sv, Aval((k, n), u.dtype)
+
+
+def _tangent_cost(in_avals, out_avals, params) -> float:
+    """Its products: dP = Uᴴ dA V, and the rectangular terms."""
+    (m, k), n = in_avals[0].shape, in_avals[2].shape[1]
+    return 2.0 * m * n * k + 4.0 * k * k * k
+
+
+svd_tangent_p = _RULES.define("svd_tangent", _tangent_abstract, **composite(_svd_tangent, _tangent_cost),
+                              structured_rules=True)
+
+
+def _svd_jvp(s, tangents, primals, outputs, derivative_eps):
+    """dU, dS, dVᴴ by :func:`_svd_tangent`, one kernel. Where U (or Vᴴ) is square, dU = U·J
+    (dVᴴ = J'·Vᴴ) is returned as a :class:`Product`, so that thin products with it never form
+    the K × K product."""
+    (da,), (a,), (u, sv, vt) = tangents, primals, outputs
+    m, n = a.shape
+    k = sv.shape[0]
+    du, ds, dvt = s.bind(svd_tangent_p, u, sv, vt, da, eps=_eps(s, derivative_eps))
+    return (du if m > k else Product(u, du)), ds, (dvt if n > k else Product(dvt, vt))
 
 
 def _svd_pullback(s, u, sv, vt, *blocks, eps, parts):
@@ -250,7 +276,7 @@ def _svd_pullback(s, u, sv, vt, *blocks, eps, parts):
         rest = s.sub(ub, s.einsum([u, p], "ai,ij->aj"))
         left = s.accumulate(left, s.einsum([rest, inverse], "aj,j->aj"))
     if right is not None and left is not None:  # one product: [U_k, left] [right; V_kᴴ]
-        return (s.einsum([_joined(s, uk, left, 1), _joined(s, right, vtk, 0)], "ai,ib->ab"),)
+        return (s.einsum([s.concatenate([uk, left], 1), s.concatenate([right, vtk], 0)], "ai,ib->ab"),)
     if right is not None:
         return (s.einsum([uk, right], "ai,ib->ab"),)
     if left is not None:
@@ -269,7 +295,7 @@ def _pullback_cost(in_avals, out_avals, params) -> float:
     return 2.0 * k * kk * (m + n) + 4.0 * m * kk * n
 
 
-svd_pullback_p = _RULES.define("svd_pullback", _pullback_abstract, *composite(_svd_pullback), cost=_pullback_cost,
+svd_pullback_p = _RULES.define("svd_pullback", _pullback_abstract, **composite(_svd_pullback, _pullback_cost),
                                structured_rules=True)
 
 

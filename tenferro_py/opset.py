@@ -22,10 +22,12 @@ import numpy as np
 import numpy.typing as npt
 
 from . import einsum as _einsum
-from .errors import InvalidArgument
+from .errors import InvalidArgument, Unsupported
 from .ops import elementwise as _ew
 from .ops import structural as _st
 from .ops.structural import SliceConfig
+from .rules import Primitive
+from .structure import Structured, dense, flatten, unflatten
 from .tensor import Tensor, check_shape
 
 EagerTensor = Any  # an op's value: an EagerTensor in an eager session, an array in a KernelSession
@@ -158,6 +160,14 @@ class OpSet:
         strides = check_shape("pad", strides) if strides is not None else (1,) * x.ndim
         return self.bind(_st.pad, x, shape=shape, starts=starts, strides=strides)[0]
 
+    def concatenate(self, operands: Sequence[EagerTensor], axis: int) -> EagerTensor:
+        """The operands joined along ``axis`` (their other axes equal)."""
+        if not isinstance(operands, (list, tuple)) or not operands:
+            raise InvalidArgument("concatenate", "a non-empty list of operands", repr(operands))
+        xs = [self._operand("concatenate", x) for x in operands]
+        (axis,) = _st.check_axes("concatenate", "axis", (axis,), xs[0].ndim)
+        return xs[0] if len(xs) == 1 else self.bind(_st.concatenate, *xs, axis=axis)[0]
+
     # --- einsum ---------------------------------------------------------------
 
     def einsum(self, operands: Sequence[EagerTensor], subscripts: str) -> EagerTensor:
@@ -181,6 +191,11 @@ class KernelSession(OpSet):
     __slots__ = ()
 
     def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
+        if any([isinstance(x, Structured) for x in inputs]):
+            out = prim.structured(self, *inputs, **params) if prim.structured is not None else NotImplemented
+            if out is NotImplemented:
+                return prim.impl(*[dense(self, x) for x in inputs], **params)
+            return tuple(out)
         return prim.impl(*inputs, **params)
 
     def _operand(self, op: str, x: object) -> Any:
@@ -193,23 +208,86 @@ class KernelSession(OpSet):
 KERNEL_SESSION = KernelSession()
 
 
-def composite(reference: Callable[..., Sequence]) -> tuple[Callable, Callable, Callable]:
-    """(kernel, JVP rule, VJP rule) of a primitive defined by ``reference(s, *inputs, **params)``, a
-    function of session ops returning the outputs.
+class TangentKernelSession(KernelSession):
+    """A KernelSession that also carries a tangent along every op, by the op's JVP rule run in a
+    plain KernelSession: forward mode inside one kernel."""
+
+    __slots__ = ("_rules", "_tangents")
+
+    def __init__(self, rules: Any):
+        self._rules = rules
+        self._tangents: dict[int, tuple] = {}  # id(array) -> (array, tangent): the array kept alive
+
+    def seed(self, x: Any, tangent: Any) -> None:
+        self._tangents[id(x)] = (x, tangent)
+
+    def tangent(self, x: Any) -> Any:
+        found = self._tangents.get(id(x))
+        return found[1] if found is not None and found[0] is x else None
+
+    def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
+        outs = super().bind(prim, *inputs, **params)
+        tangents = [self.tangent(x) for x in inputs]
+        if any([t is not None for t in tangents]):
+            rule = self._rules.get(prim.name)
+            if rule is None:
+                raise Unsupported("jvp", f"an AD rule for {prim.name!r} in the runtime's AdContext", "none")
+            if not rule.structured:
+                tangents = [dense(KERNEL_SESSION, t) for t in tangents]
+            for o, t in zip(outs, rule.jvp(KERNEL_SESSION, tangents, inputs, outs, **params)):
+                if t is not None and not any(o is x for x in inputs):
+                    self.seed(o, t)
+        return outs
+
+
+def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., float], primals: Sequence[Any],
+              tangents: Sequence[Any], params: dict, out_avals: tuple, with_outputs: bool = False) -> tuple:
+    """The tangents of ``reference(primals)``'s outputs along ``tangents``, from one kernel bound in
+    session ``s``: the reference run with its tangents in a :class:`TangentKernelSession` (the
+    outputs themselves first, when ``with_outputs``). The results are constants: only for where
+    nothing will differentiate them."""
+    leaves, spec = flatten(tangents)
+    rules, count = s.runtime.ad_context._rules, len(primals)
+
+    def tangent_kernel(*arrays: np.ndarray) -> tuple:
+        ks = TangentKernelSession(rules)
+        for x, t in zip(arrays[:count], unflatten(spec, arrays[count:])):
+            if t is not None:
+                ks.seed(x, t)
+        outs = reference(ks, *arrays[:count], **params)
+        found = [ks.tangent(o) for o in outs]
+        dots = tuple(np.zeros(o.shape, o.dtype) if t is None else dense(KERNEL_SESSION, t) for o, t in zip(outs, found))
+        return tuple(outs) + dots if with_outputs else dots
+
+    flops = 3.0 * cost(tuple(p.aval for p in primals), out_avals, params)
+    prim = Primitive("jvp", lambda *avals: out_avals * (2 if with_outputs else 1), tangent_kernel, lambda *_: flops)
+    return s.bind(prim, *primals, *leaves)
+
+
+def composite(reference: Callable[..., Sequence], cost: Callable[..., float]) -> dict[str, Callable]:
+    """The kernel, rules, cost and inline form of a primitive defined by ``reference(s, *inputs,
+    **params)``, a function of session ops returning the outputs: keyword arguments of
+    ``RuleSet.define``.
 
     The kernel runs the reference on arrays in a :class:`KernelSession`: one kernel, with no
     tape and no per-op dispatch. The rules differentiate the same reference in the eager
     session they are given (``s.jvp_of``, ``s.vjp_of``), so they are exact to every order and
-    differentiable again.
+    differentiable again. Where nothing will differentiate a JVP's result (nothing records and
+    no older forward trace is active), the JVP is one kernel too (:func:`fused_jvp`). Sessions
+    carrying forward traces run the reference itself (``inline``) where the tangents must stay
+    differentiable, and else the outputs and their tangents in one kernel.
     """
 
     def kernel(*arrays: np.ndarray, **params: Any) -> tuple:
         return tuple(reference(KERNEL_SESSION, *arrays, **params))
 
     def jvp(s, tangents, primals, outputs, **params):
-        return s.jvp_of(lambda xs: reference(s, *xs, **params), primals, tangents)
+        rt = s.runtime
+        if rt.recording or rt._traces:
+            return s.jvp_of(lambda xs: reference(s, *xs, **params), primals, tangents)
+        return fused_jvp(s, reference, cost, primals, tangents, params, tuple(o.aval for o in outputs))
 
     def vjp(s, cotangents, primals, outputs, needs, **params):
         return s.vjp_of(lambda xs: reference(s, *xs, **params), primals, cotangents, needs)
 
-    return kernel, jvp, vjp
+    return dict(impl=kernel, jvp=jvp, vjp=vjp, inline=reference, cost=cost)

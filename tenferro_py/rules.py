@@ -44,7 +44,10 @@ class Primitive:
     the number of output elements); a wide engine hands costly kernels to its workers.
     ``structured(s, *inputs, **params)``, where given, is the op on inputs of which some are
     structured values: it returns the outputs (structured or not), or NotImplemented to have
-    the inputs made dense first.
+    the inputs made dense first. ``inline(s, *inputs, **params)``, where given, computes what
+    the kernel computes in session ops (a composite's reference): while forward traces are
+    active a session runs it in place of the kernel, so that its ops carry their tangents
+    one by one, with no second primal pass.
     """
 
     name: str
@@ -52,6 +55,7 @@ class Primitive:
     impl: Callable[..., tuple]
     cost: Callable[..., float] | None = None
     structured: Callable[..., Any] | None = None
+    inline: Callable[..., Any] | None = None
 
     def flops(self, in_avals: tuple, out_avals: tuple, params: dict) -> float:
         if self.cost is not None:
@@ -104,16 +108,17 @@ class RuleSet:
         cost: Callable[..., float] | None = None,
         structured: Callable[..., Any] | None = None,
         structured_rules: bool = False,
+        inline: Callable[..., Any] | None = None,
     ) -> Primitive:
         """Make a primitive and register its rules here: forward and rules in one place.
 
-        ``structured``: the op on structured inputs (see :class:`Primitive`);
-        ``structured_rules``: its JVP and VJP take structured tangents and cotangents.
+        ``structured`` and ``inline``: see :class:`Primitive`; ``structured_rules``: its JVP and
+        VJP take structured tangents and cotangents.
         """
         if name in self._rules:
             raise InvalidArgument("RuleSet.define", "a new primitive name", f"{name!r} twice")
         self._rules[name] = Rule(jvp, vjp, structured_rules)
-        return Primitive(name, abstract, impl, cost, structured)
+        return Primitive(name, abstract, impl, cost, structured, inline)
 
     def merge(self, other: "RuleSet") -> "RuleSet":
         """Add ``other``'s rules to this set, in place (as tenferro's ``merge``), and return this set.

@@ -15,6 +15,7 @@ from .engine import CpuEngine
 from .errors import DTypeMismatch, InvalidArgument, NonScalarGrad, NotReachable, RuntimeMismatch, ShapeMismatch
 from .ops import core_rules
 from .rules import RuleSet
+from .opset import fused_jvp
 from .session import EagerSession
 from .structure import dense
 from .tape import EagerTensor, ForwardTrace, Leaf, TangentMemo, ancestors, reaching, reverse_sweep, tensor_key
@@ -223,6 +224,25 @@ class EagerRuntime:
             yield
         finally:
             self._traces.remove(trace)
+
+    def _carries(self, inputs: tuple) -> bool:
+        """True when an active trace has a tangent for one of ``inputs``."""
+        return any(trace.tangent(x) is not None for trace in self._traces for x in inputs)
+
+    def _carry_fused(self, s: EagerSession, prim: Any, inputs: tuple, params: dict, avals: tuple) -> tuple:
+        """A composite under the one active trace, nothing recorded: its outputs and their tangents
+        from one kernel (see ``opset.fused_jvp``), the tangents seeded into the trace."""
+        (trace,) = traces = self._traces
+        tangents = [trace.tangent(x) for x in inputs]
+        self._traces = []
+        try:
+            both = fused_jvp(s, prim.inline, prim.cost, inputs, tangents, params, avals, with_outputs=True)
+        finally:
+            self._traces = traces
+        outs, dots = both[: len(avals)], both[len(avals):]
+        for o, t in zip(outs, dots):
+            trace.seed(s, o, t)
+        return outs
 
     def _carry(self, s: EagerSession, prim: Any, params: dict, inputs: tuple, outputs: tuple) -> None:
         """Push one op through the active traces, newest first; each runs its rule with only older traces active.

@@ -45,6 +45,10 @@ class EagerSession(OpSet):
             return self._bind_structured(prim, xs, params)
         in_avals = tuple([x._aval for x in xs])
         avals = prim.abstract(*in_avals, **params)
+        if prim.inline is not None and rt._traces and rt._carries(xs):  # a composite under a forward trace
+            if rt._recording or len(rt._traces) > 1:
+                return tuple(prim.inline(self, *xs, **params))  # its ops carry differentiable tangents as they run
+            return rt._carry_fused(self, prim, xs, params, avals)  # outputs and tangents from one kernel
         values = self._engine.run(prim, [x._value for x in xs], params, in_avals, avals)
         if rt._recording and any([x._node is not None for x in xs]):
             node = Node(prim, params, xs, values, avals)

@@ -124,3 +124,38 @@ def hull(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tupl
 
 def box_size(box: tuple[tuple[int, int], ...]) -> int:
     return math.prod(hi - lo for lo, hi in box)
+
+
+def flatten(values: Any) -> tuple[list, tuple]:
+    """Values that may be None, plain or structured as (their plain leaves, a spec to rebuild them)."""
+    leaves: list = []
+    spec = []
+    for v in values:
+        if v is None:
+            spec.append(("none",))
+        elif type(v) is Product:
+            spec.append(("product", len(leaves)))
+            leaves += [v.left, v.right]
+        elif type(v) is Embedded:
+            spec.append(("embedded", len(leaves), v.shape, v.starts, v.strides))
+            leaves.append(v.block)
+        else:
+            spec.append(("plain", len(leaves)))
+            leaves.append(v)
+    return leaves, tuple(spec)
+
+
+def unflatten(spec: tuple, leaves: Any) -> list:
+    """The values :func:`flatten` took apart, from its spec and (other) leaves."""
+    out: list = []
+    for kind, *rest in spec:
+        if kind == "none":
+            out.append(None)
+        elif kind == "product":
+            out.append(Product(leaves[rest[0]], leaves[rest[0] + 1]))
+        elif kind == "embedded":
+            i, shape, starts, strides = rest
+            out.append(Embedded(leaves[i], shape, starts, strides))
+        else:
+            out.append(leaves[rest[0]])
+    return out

@@ -305,3 +305,29 @@ def test_reshape_to_the_same_shape_is_the_tensor_itself(rt, eng, rng):
     here that is a no-op, so the slice's sparse cotangent still reaches the SVD rule."""
     x = rt.variable_from(tf.Tensor(rng.standard_normal((4, 3))))
     assert rt.with_eager_session(eng, lambda s: s.reshape(x, (4, 3))) is x
+
+
+# --- concatenate ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shapes, axis", [(((2, 3), (4, 3)), 0), (((2, 3), (2, 1), (2, 2)), 1), (((3,),), 0)])
+def test_concatenate_forward_and_grads(rt, run, rng, shapes, axis):
+    arrays = [rng.standard_normal(shape) for shape in shapes]
+    xs = [rt.variable_from(tf.Tensor(a)) for a in arrays]
+    y = run(lambda s: s.concatenate(xs, axis))
+    np.testing.assert_array_equal(y.value().to_numpy(), np.concatenate(arrays, axis=axis))
+    check_grads(lambda s, *zs: s.concatenate(list(zs), axis), arrays, order=2)
+    complex_arrays = [a + 1j * rng.standard_normal(a.shape) for a in arrays]
+    check_grads(lambda s, *zs: s.concatenate(list(zs), axis), complex_arrays, order=1)
+
+
+def test_concatenate_errors(rt, run):
+    a = rt.constant_from(tf.Tensor(np.ones((2, 3))))
+    with pytest.raises(tf.ShapeMismatch, match="concatenate: expected shapes that differ only on axis 0"):
+        run(lambda s: s.concatenate([a, rt.constant_from(tf.Tensor(np.ones((2, 2))))], 0))
+    with pytest.raises(tf.DTypeMismatch, match="concatenate: expected operands of one dtype"):
+        run(lambda s: s.concatenate([a, rt.constant_from(tf.Tensor(np.ones((2, 3), np.float32)))], 0))
+    with pytest.raises(tf.InvalidArgument, match="concatenate: expected axis in \\[0, 2\\)"):
+        run(lambda s: s.concatenate([a, a], 2))
+    with pytest.raises(tf.InvalidArgument, match="concatenate: expected a non-empty list"):
+        run(lambda s: s.concatenate([], 0))

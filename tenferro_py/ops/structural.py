@@ -1,8 +1,8 @@
-"""Shape ops: broadcast_in_dim, reduce_sum, transpose, reshape, slice, pad.
+"""Shape ops: broadcast_in_dim, reduce_sum, transpose, reshape, slice, pad, concatenate.
 
 All are linear, so each JVP applies the op itself to the tangent and each VJP is its
-transpose: broadcast and reduce_sum transpose each other, as do slice and pad. Reshape is
-column-major throughout.
+transpose: broadcast and reduce_sum transpose each other, as do slice and pad, and
+concatenate's transpose slices its pieces back. Reshape is column-major throughout.
 
 Each keeps structured values where the structure survives it (see
 :mod:`tenferro_py.structure`): a block inside zeros stays one under transpose, slice,
@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import InvalidArgument, ShapeMismatch
+from ..errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 from ..rules import RuleSet
 from ..structure import Embedded, Product, dense, embedded, intersect
 from ..tensor import Aval, check_shape, is_integer
@@ -336,5 +336,48 @@ pad = RULES.define(
     vjp=lambda s, c, p, o, needs, shape, starts, strides: (
         s.slice(c[0], SliceConfig(starts, pad_limits(p[0].shape, starts, strides), strides)),
     ),
+    structured_rules=True,
+)
+
+
+def _concatenate_abstract(*xs: Aval, axis) -> tuple[Aval]:
+    first = xs[0]
+    for k, x in enumerate(xs[1:], 1):
+        if x.dtype != first.dtype:
+            raise DTypeMismatch("concatenate", f"operands of one dtype ({first.dtype})", f"{x.dtype} in operand {k}")
+        if len(x.shape) != len(first.shape) or any(a != b for i, (a, b) in enumerate(zip(x.shape, first.shape)) if i != axis):
+            raise ShapeMismatch("concatenate", f"shapes that differ only on axis {axis} ({list(first.shape)})",
+                                f"{list(x.shape)} in operand {k}")
+    shape = list(first.shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    return (Aval(tuple(shape), first.dtype),)
+
+
+def _concatenate_jvp(s, tangents, primals, outputs, axis):
+    return (s.concatenate([t if t is not None else s.zeros(p.shape, p.dtype) for t, p in zip(tangents, primals)], axis),)
+
+
+def _concatenate_vjp(s, cotangents, primals, outputs, needs, axis):
+    (ct,) = cotangents
+    pieces, start = [], 0
+    for p, need in zip(primals, needs):
+        stop = start + p.shape[axis]
+        if need:
+            starts = [0] * p.ndim
+            limits = list(ct.shape)
+            starts[axis], limits[axis] = start, stop
+            pieces.append(s.slice(ct, SliceConfig(starts, limits)))
+        else:
+            pieces.append(None)
+        start = stop
+    return tuple(pieces)
+
+
+concatenate = RULES.define(
+    "concatenate",
+    _concatenate_abstract,
+    lambda *xs, axis: (np.concatenate(xs, axis=axis),),
+    jvp=_concatenate_jvp,
+    vjp=_concatenate_vjp,
     structured_rules=True,
 )

@@ -13,7 +13,6 @@ factors to k leaves): the work is then O(m n k), not O(m n K).
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -75,13 +74,11 @@ def _full(s, shape, value, dtype):
     return s.broadcast_in_dim(s.constant_from(Tensor(np.array(value, dtype=dtype))), shape, ())
 
 
-@functools.lru_cache(maxsize=64)
 def _off_diagonal(rows: int, cols: int, dtype: np.dtype) -> Tensor:
-    """1 − I of rows × cols (read-only, made once per shape)."""
+    """1 − I of rows × cols."""
     return Tensor(1.0 - np.eye(rows, cols, dtype=dtype))
 
 
-@functools.lru_cache(maxsize=64)
 def _eye(rows: int, cols: int, dtype: np.dtype) -> Tensor:
     return Tensor(np.eye(rows, cols, dtype=dtype))
 

@@ -94,7 +94,7 @@ def step(s: EagerSession, t: EagerTensor, k: int, spectra: list | None = None) -
     t = s.div(t, s.broadcast_in_dim(norm, t.shape, ()))
     ma = s.reshape(s.transpose(t, (2, 1, 0, 3)), (d * d, d * d))
     mb = s.reshape(s.transpose(t, (3, 2, 1, 0)), (d * d, d * d))
-    svd_a, svd_b = s.svd(ma), s.svd(mb)  # both before either is read: on a wide engine they run at once
+    svd_a, svd_b = s.svd(ma), s.svd(mb)  # independent: on a wide engine they run side by side
     if spectra is not None:
         spectra.extend((svd_a[1], svd_b[1]))
     s1, s3 = _half(s, svd_a, d, k)

@@ -187,7 +187,7 @@ class Pending:
 
 def resolve(value: "np.ndarray | Pending") -> np.ndarray:
     """The array of a value, waiting for its kernel if it is still pending."""
-    return value.result() if type(value) is Pending else value
+    return value.result() if isinstance(value, Pending) else value
 
 
 def _call(kernel: Callable[..., Any], args: Sequence[Any], params: dict) -> tuple[np.ndarray, ...]:

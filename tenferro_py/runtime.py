@@ -102,8 +102,10 @@ class GradMode:
 
     def close(self) -> None:
         """End this guard (once; later calls do nothing)."""
-        if self._token is not None:
-            rt, self._token, token = self._rt, None, self._token
+        token = self._token
+        if token is not None:
+            self._token = None
+            rt = self._rt
             rt._modes.remove(token)
             rt._recording = rt._modes[-1][1] if rt._modes else True
 

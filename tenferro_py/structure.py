@@ -129,7 +129,7 @@ def box_size(box: tuple[tuple[int, int], ...]) -> int:
 def flatten(values: Any) -> tuple[list, tuple]:
     """Values that may be None, plain or structured as (their plain leaves, a spec to rebuild them)."""
     leaves: list = []
-    spec = []
+    spec: list[tuple] = []
     for v in values:
         if v is None:
             spec.append(("none",))

@@ -1,14 +1,23 @@
-"""Linear algebra: the thin SVD and the symmetric eigendecomposition through LAPACK,
-with the broadened derivative rules.
+"""Linear algebra: the thin SVD and the Hermitian eigendecomposition through LAPACK, with
+derivative rules broadened only where they diverge.
 
-With A = U S Vᵀ (K = min(m, n)) the rules need 1/(s_j² − s_i²), infinite at
-repeated singular values. The broadened rule (tenferro's default) uses
-F_ij = d/(d² + ε²), d = s_j² − s_i², and 1/s becomes s/(s² + ε²): both stay
-finite at repeated or zero singular values and equal the exact ones to
-relative ε²/d² elsewhere.
+With A = U S Vᴴ (K = min(m, n)) and C = Uᴴ dA V, the SVD's rules couple singular values i ≠ j by
+(s_j C_ij + s_i C̄_ji)/(s_j² − s_i²) = H_ij/(s_j − s_i) + A_ij/(s_j + s_i), with H and A the
+Hermitian and anti-Hermitian parts of C. Only 1/(s_j − s_i) diverges at a repeated value: it
+becomes the Lorentzian δ/(δ² + (ε s₁)²), δ = s_j − s_i. 1/(s_j + s_i) and 1/s take the same form,
+which equals them to relative (ε s₁/σ)², i.e. to rounding wherever σ > 1e-4 s₁ (ε = 1e-12),
+and stays finite where they diverge (both values near 0). Every coefficient is computed from
+values divided by the spectrum's scale (s₁; for eigh max |w|), itself a constant: no squares
+of singular values appear, and the rules of f(c·A) follow from those of f(A) at any scale c.
+The eigendecomposition's rules need 1/(w_j − w_i) only.
 
-The VJP exploits cotangents that are zero beyond column k (what slicing the
-factors to k leaves): the work is then O(m n k), not O(m n K).
+At exactly repeated (or zero) values the rules give the exact derivative of every
+gauge-invariant loss along the part of dA that keeps the degeneracy, and drop the part that
+splits it: no rule that sees only the factors and their cotangents can do better, since two
+losses with equal cotangents there can have different derivatives (docs/design.md).
+
+The VJP exploits cotangents that are zero beyond column k (what slicing the factors to k
+leaves): the work is then O(m n k), not O(m n K).
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ import math
 import numpy as np
 import scipy.linalg
 
-from .errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
+from .errors import InvalidArgument, LinalgError, ShapeMismatch
 from .ops.elementwise import cj, lift_real, real_dtype, times_i
 from .ops.structural import SliceConfig
 from .opset import composite
@@ -29,6 +38,8 @@ from .tensor import Aval, Tensor, is_real_number
 _RULES = RuleSet()
 
 DEFAULT_DERIVATIVE_EPS = 1e-12
+#: The smallest derivative_eps: its square stays a normal number in float32 (1.2e-38).
+MIN_DERIVATIVE_EPS = 1e-18
 
 
 def semantic_ad_rules() -> RuleSet:
@@ -37,10 +48,16 @@ def semantic_ad_rules() -> RuleSet:
 
 
 def check_derivative_eps(op: str, eps: object) -> float:
-    """A finite float > 0, or InvalidArgument."""
-    if not (is_real_number(eps) and math.isfinite(eps) and eps > 0):
-        raise InvalidArgument(op, "derivative_eps: a finite number > 0", repr(eps))
+    """ε relative to the spectrum's scale: a number in [1e-18, 1], or InvalidArgument."""
+    if not (is_real_number(eps) and math.isfinite(eps) and MIN_DERIVATIVE_EPS <= eps <= 1.0):
+        raise InvalidArgument(op, f"derivative_eps: a number in [{MIN_DERIVATIVE_EPS:g}, 1] (relative to the largest "
+                                  "singular value)", repr(eps))
     return float(eps)
+
+
+def _check_finite(op: str, a: np.ndarray) -> None:
+    if not np.isfinite(a).all():
+        raise LinalgError(op, "a matrix of finite entries", "inf or NaN entries")
 
 
 def _svd_abstract(a: Aval, derivative_eps) -> tuple[Aval, Aval, Aval]:
@@ -52,12 +69,14 @@ def _svd_abstract(a: Aval, derivative_eps) -> tuple[Aval, Aval, Aval]:
 
 
 def _svd_impl(a, derivative_eps):
-    """gesdd through NumPy (it releases the GIL); gesvd when gesdd does not converge."""
+    """gesdd through NumPy (it releases the GIL); gesvd when gesdd does not converge. Input with
+    inf or NaN raises LinalgError (LAPACK's answer to it would be undefined)."""
+    _check_finite("svd", a)
     try:
         return tuple(np.linalg.svd(a, full_matrices=False))
     except np.linalg.LinAlgError:
         try:
-            return tuple(scipy.linalg.svd(a, full_matrices=False, lapack_driver="gesvd"))
+            return tuple(scipy.linalg.svd(a, full_matrices=False, lapack_driver="gesvd", check_finite=False))
         except (np.linalg.LinAlgError, ValueError) as err:
             raise LinalgError("svd", "LAPACK gesdd or gesvd to converge", str(err)) from None
 
@@ -83,35 +102,47 @@ def _eye(rows: int, cols: int, dtype: np.dtype) -> Tensor:
     return Tensor(np.eye(rows, cols, dtype=dtype))
 
 
-def broadened_f(s, sv, eps, cols=None):
-    """Columns [0, cols) of the SVD's F: :func:`broadened_gap_inverse` of w = s²."""
-    return broadened_gap_inverse(s, s.mul(sv, sv), eps, cols)
+def spectrum_scale(s, values):
+    """The scale ε is relative to, as a constant (no derivative flows through it): the largest |v| of
+    a sorted spectrum (max(|first|, |last|); s₁ for singular values), plus the dtype's smallest
+    normal number, so that a zero spectrum has a scale > 0 and gives zero coefficients, not NaN."""
+    n = values.shape[0]
+    first, last = s.abs(_columns(s, values, 1, 0)), s.abs(s.slice(values, SliceConfig([n - 1], [n])))
+    largest = s.scale_real(s.add(s.add(first, last), s.abs(s.sub(first, last))), 0.5)  # max(a, b) for a, b ≥ 0
+    tiny = s.constant_from(Tensor(np.full(1, np.finfo(values.dtype).tiny, values.dtype)))
+    return s.constant_from(s.add(largest, tiny))
 
 
-def broadened_gap_inverse(s, w, eps, cols=None):
-    """Columns [0, cols) of F: F_ij = d/(d² + ε²) with d = w_j − w_i, and F_ii = 0.
+def lorentzian(s, u, eps):
+    """u/(u² + ε²) for u of order 1 or less: 1/u where |u| ≫ ε, 0 at u = 0, at most 1/(2ε) in size."""
+    return s.div(u, s.add(s.mul(u, u), _full(s, u.shape, eps * eps, u.dtype)))
 
-    1/(w_j − w_i) where the w are separated, finite where they repeat. The diagonal
-    is masked to a constant zero: as d/(d² + ε²) its derivative would be 1/ε², which
-    cancels only in exact arithmetic.
+
+def gap_coefficients(s, values, eps, cols, sums=True):
+    """Columns [0, cols) of the broadened 1/(v_j − v_i) and, when ``sums``, 1/(v_j + v_i) (zero on the
+    diagonal), and the broadened 1/v of the first ``cols`` values, for values v of one spectrum.
+
+    Each is the Lorentzian of the values divided by the spectrum's scale, divided by the scale: the
+    differences and sums are at most 2 in size, so nothing overflows or underflows at any scale.
     """
-    k = w.shape[0]
-    cols = k if cols is None else cols
-    d = s.sub(s.broadcast_in_dim(_columns(s, w, cols, 0), (k, cols), (1,)), s.broadcast_in_dim(w, (k, cols), (0,)))
-    f = s.div(d, s.add(s.mul(d, d), _full(s, (k, cols), eps * eps, w.dtype)))
-    return s.mul(f, s.constant_from(_off_diagonal(k, cols, w.dtype)))
+    k = values.shape[0]
+    scale = spectrum_scale(s, values)
+    x = s.div(values, s.broadcast_in_dim(s.reshape(scale, ()), values.shape, ()))
+    x_cols = _columns(s, x, cols, 0)
+    over_scale = s.broadcast_in_dim(s.reshape(scale, ()), (k, cols), ())
+    mask = s.constant_from(_off_diagonal(k, cols, values.dtype))
+    xj, xi = s.broadcast_in_dim(x_cols, (k, cols), (1,)), s.broadcast_in_dim(x, (k, cols), (0,))
+    minus = s.div(s.mul(lorentzian(s, s.sub(xj, xi), eps), mask), over_scale)
+    plus = s.div(s.mul(lorentzian(s, s.add(xj, xi), eps), mask), over_scale) if sums else None
+    inverse = s.div(lorentzian(s, x_cols, eps), s.broadcast_in_dim(s.reshape(scale, ()), (cols,), ()))
+    return minus, plus, inverse
 
 
-def broadened_inverse(s, sv, eps):
-    """s/(s² + ε²): 1/s where s ≫ ε, finite at s = 0."""
-    return s.div(sv, s.add(s.mul(sv, sv), _full(s, sv.shape, eps * eps, sv.dtype)))
-
-
-def _antisym_columns(s, f_cols, p):
-    """Columns [0, kk) of F ∘ (X − Xᴴ), where X = [p, 0] (p: K × kk): F's columns times p − [p[:kk]ᴴ; 0]."""
-    k, kk = p.shape
-    head_h = s.transpose(cj(s, _columns(s, p, kk, 0)), (1, 0))
-    return s.mul(lift_real(s, f_cols, p), s.sub(p, _extend(s, head_h, k, 0)))
+def _anti_hermitian_columns(s, x):
+    """Columns [0, kk) of (X − Xᴴ)/2, where X = [x, 0] (x: K × kk): (x − [x[:kk]ᴴ; 0])/2."""
+    k, kk = x.shape
+    head_h = s.transpose(cj(s, _columns(s, x, kk, 0)), (1, 0))
+    return s.scale_real(s.sub(x, _extend(s, head_h, k, 0)), 0.5)
 
 
 def _on_diagonal(s, vec, k):
@@ -120,11 +151,12 @@ def _on_diagonal(s, vec, k):
     return s.einsum([vec, s.constant_from(_eye(kk, k, vec.dtype))], "i,ij->ij")
 
 
-def _phase_term(s, dp_head, sk, eps):
-    """i·Im(diag dP)/s: the part of dU (or Ū's dual) that keeps the complex phase gauge; None if real."""
-    if dp_head.dtype.kind != "c":
+def _phase_term(s, x_head, inverse):
+    """i·Im(diag x)/s (``inverse`` the broadened 1/s): the part of dU, or of the middle of Ā, that
+    keeps JAX's phase gauge for complex A (the phase sits in U); None for a real one."""
+    if x_head.dtype.kind != "c":
         return None
-    return times_i(s, s.mul(s.imag(s.einsum([dp_head], "ii->i")), broadened_inverse(s, sk, eps)))
+    return times_i(s, s.mul(s.imag(s.einsum([x_head], "ii->i")), inverse))
 
 
 def _columns(s, x, stop, axis):
@@ -160,38 +192,33 @@ def _leading_block(s, ct, axis):
 
 
 def _svd_tangent(s, u, sv, vt, da, *, eps):
-    """The SVD's JVP of SPEC §3 from dP = Uᴴ dA V: (dU, dS, dVᴴ), except that where U (or Vᴴ) is
-    square it gives J with dU = U·J (J' with dVᴴ = J'·Vᴴ).
+    """The SVD's JVP from C = Uᴴ dA V, H and A its Hermitian and anti-Hermitian parts: (dU, dS, dVᴴ),
+    except that where U (or Vᴴ) is square it gives J with dU = U·J (J' with dVᴴ = J'·Vᴴ).
 
-    J = F∘(dP S + S dPᴴ), J' = (F∘(S dP + dPᴴ S))ᴴ, dS = Re diag dP; for complex A, J also gets
-    diag(i Im(dP_ii)/s_i) (JAX's gauge); a tall A adds (I − UUᴴ) dA V S⁻¹ to dU, a wide one
+    J = H∘F⁻ + A∘F⁺ (Uᴴ dU), J' = A∘F⁺ − H∘F⁻ ((Vᴴ dV)ᴴ), with F⁻ and F⁺ the broadened
+    1/(s_j − s_i) and 1/(s_j + s_i); dS = Re diag C. For complex A, J also gets
+    diag(i Im C_ii/s_i) (JAX's gauge); a tall A adds (I − UUᴴ) dA V S⁻¹ to dU, a wide one
     S⁻¹ Uᴴ dA (I − VVᴴ) to dVᴴ.
     """
     m, k = u.shape
     n = vt.shape[1]
     lift = lambda x: lift_real(s, x, u)  # noqa: E731
-    dp = s.einsum([cj(s, u), da, cj(s, vt)], "ai,ab,jb->ij")  # Uᴴ dA V
-    f = lift(broadened_f(s, sv, eps))
-    s_rows = lift(s.broadcast_in_dim(sv, (k, k), (0,)))  # s_i
-    s_cols = lift(s.broadcast_in_dim(sv, (k, k), (1,)))  # s_j
-
-    def hermitian_part(x):
-        return s.add(x, s.transpose(cj(s, x), (1, 0)))
-
-    ju = s.mul(f, hermitian_part(s.mul(dp, s_cols)))  # F∘(dP S + S dPᴴ)
-    phase = _phase_term(s, dp, sv, eps)
+    minus, plus, inverse = gap_coefficients(s, sv, eps, k)
+    c = s.einsum([cj(s, u), da, cj(s, vt)], "ai,ab,jb->ij")  # Uᴴ dA V
+    c_h = s.transpose(cj(s, c), (1, 0))
+    hermitian = s.mul(lift(minus), s.scale_real(s.add(c, c_h), 0.5))  # H∘F⁻
+    anti = s.mul(lift(plus), s.scale_real(s.sub(c, c_h), 0.5))  # A∘F⁺
+    ju, jv_h = s.add(anti, hermitian), s.sub(anti, hermitian)
+    phase = _phase_term(s, c, inverse)
     if phase is not None:
         ju = s.add(ju, s.transpose(_on_diagonal(s, phase, k), (1, 0)))
     if m > k:  # U J + (I − UUᴴ) dA V S⁻¹
-        inverse = lift(broadened_inverse(s, sv, eps))
-        rest = s.sub(s.einsum([da, cj(s, vt)], "ab,jb->aj"), s.einsum([u, dp], "ai,ij->aj"))
-        ju = s.add(s.einsum([u, ju], "ai,ij->aj"), s.einsum([rest, inverse], "aj,j->aj"))
-    ds = s.real(s.einsum([dp], "ii->i"))
-    jv_h = s.transpose(cj(s, s.mul(f, hermitian_part(s.mul(s_rows, dp)))), (1, 0))  # (F∘(S dP + dPᴴ S))ᴴ
+        rest = s.sub(s.einsum([da, cj(s, vt)], "ab,jb->aj"), s.einsum([u, c], "ai,ij->aj"))
+        ju = s.add(s.einsum([u, ju], "ai,ij->aj"), s.einsum([rest, lift(inverse)], "aj,j->aj"))
+    ds = s.real(s.einsum([c], "ii->i"))
     if n > k:  # J' Vᴴ + S⁻¹ Uᴴ dA (I − VVᴴ)
-        inverse = lift(broadened_inverse(s, sv, eps))
-        rest = s.sub(s.einsum([cj(s, u), da], "ai,ab->ib"), s.einsum([dp, vt], "ij,jb->ib"))
-        jv_h = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), s.einsum([inverse, rest], "i,ib->ib"))
+        rest = s.sub(s.einsum([cj(s, u), da], "ai,ab->ib"), s.einsum([c, vt], "ij,jb->ib"))
+        jv_h = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), s.einsum([lift(inverse), rest], "i,ib->ib"))
     return ju, ds, jv_h
 
 
@@ -225,53 +252,48 @@ def _svd_pullback(s, u, sv, vt, *blocks, eps, parts):
     """Ā for the SVD's cotangents, given as their blocks before index kk (zero beyond):
     Ū[:, :kk], S̄[:kk] and V̄ᴴ[:kk, :], those of ``parts`` = (has Ū, has S̄, has V̄ᴴ) present.
 
-    Ā = U M Vᴴ (+ rectangular terms), the transpose of the JVP under Re⟨·,·⟩, with
-    M = diag(S̄) + J S + S L (+ i Im(diag UᴴŪ)/s for complex A), J = F∘(UᴴŪ − ŪᴴU) and
-    L = F∘(VᴴV̄ − V̄ᴴV). J and L are Hermitian and zero outside their first kk rows and
-    columns, so only M[:, :kk] and M[:kk, :] are formed, and
-    Ā = U_k (M[:kk, :] Vᴴ + S_k⁻¹ (V̄ᴴ − V̄ᴴ V Vᴴ)) + (U_rest M[kk:, :kk] + (Ū − U UᴴŪ) S_k⁻¹) V_kᴴ,
-    the last sum one product of [U_k, ·] (m × 2kk) and [·; V_kᴴ] (2kk × n): O(m n kk) in all.
+    The transpose of the JVP under Re⟨·,·⟩: Ā = U M Vᴴ (+ rectangular terms) with
+    M = diag(S̄) + F⁻∘AH(P + Q) + F⁺∘AH(P − Q) (+ i Im(diag P)/s for complex A), P = UᴴŪ,
+    Q = VᴴV̄ and AH(X) = (X − Xᴴ)/2. The F⁻ term is Hermitian and the F⁺ term anti-Hermitian,
+    and both are zero outside M's first kk rows and columns, so only M[:, :kk] and M[:kk, :]
+    are formed, and Ā = U_k (M[:kk, :] Vᴴ + S_k⁻¹ (V̄ᴴ − V̄ᴴ V Vᴴ)) + (U_rest M[kk:, :kk] +
+    (Ū − U UᴴŪ) S_k⁻¹) V_kᴴ, the last sum one product of [U_k, ·] (m × 2kk) and [·; V_kᴴ]
+    (2kk × n): O(m n kk) in all.
     """
     found = iter(blocks)
     ub, sb, vb = (next(found) if present else None for present in parts)
     m, k = u.shape
     n = vt.shape[1]
     kk = blocks[0].shape[1] if parts[0] else blocks[0].shape[0]
-    uk, sk, vtk = _columns(s, u, kk, 1), _columns(s, sv, kk, 0), _columns(s, vt, kk, 0)
+    uk, vtk = _columns(s, u, kk, 1), _columns(s, vt, kk, 0)
     lift = lambda x: lift_real(s, x, u)  # noqa: E731
-    f_cols = broadened_f(s, sv, eps, kk)  # K × kk
-    s_rows = lift(s.broadcast_in_dim(sv, (k, kk), (0,)))  # s_i
-    s_cols = lift(s.broadcast_in_dim(sk, (k, kk), (1,)))  # s_j, j < kk
-    inverse = lift(broadened_inverse(s, sk, eps))
-    # M[:, :kk] directly, and M[:kk, :] as the conjugate transpose of its Hermitian mirror.
-    m_left = top_mirror = p = q = phase = None
-    if ub is not None:
-        p = s.einsum([cj(s, u), ub], "ai,aj->ij")  # UᴴŪ: K × kk
-        j_cols = _antisym_columns(s, f_cols, p)
-        m_left = s.mul(j_cols, s_cols)
-        top_mirror = s.mul(j_cols, s_rows)
-        phase = _phase_term(s, _columns(s, p, kk, 0), sk, eps)
-    if vb is not None:
-        q = s.einsum([vt, cj(s, vb)], "ib,jb->ij")  # VᴴV̄: K × kk
-        l_cols = _antisym_columns(s, f_cols, q)
-        m_left = s.accumulate(m_left, s.mul(s_rows, l_cols))
-        top_mirror = s.accumulate(top_mirror, s.mul(l_cols, s_cols))
-    m_top = None if top_mirror is None else s.transpose(cj(s, top_mirror), (1, 0))
-    if phase is not None:
-        m_top = s.add(m_top, _on_diagonal(s, phase, k))
+    minus, plus, inverse = gap_coefficients(s, sv, eps, kk)  # K × kk, K × kk, kk
+    p = None if ub is None else s.einsum([cj(s, u), ub], "ai,aj->ij")  # UᴴŪ: K × kk
+    q = None if vb is None else s.einsum([vt, cj(s, vb)], "ib,jb->ij")  # VᴴV̄: K × kk
+    total = s.accumulate(p, q)
+    difference = p if q is None else (s.neg(q) if p is None else s.sub(p, q))
+    m_left = m_top = None
+    if total is not None:  # M[:, :kk] directly; M[:kk, :] as its mirror's conjugate transpose
+        hermitian = s.mul(lift(minus), _anti_hermitian_columns(s, total))
+        anti = s.mul(lift(plus), _anti_hermitian_columns(s, difference))
+        m_left = s.add(hermitian, anti)
+        m_top = s.transpose(cj(s, s.sub(hermitian, anti)), (1, 0))
+        phase = None if p is None else _phase_term(s, _columns(s, p, kk, 0), inverse)
+        if phase is not None:
+            m_top = s.add(m_top, _on_diagonal(s, phase, k))
     if sb is not None:  # diag(S̄) sits in M's first kk rows
         m_top = s.accumulate(m_top, _on_diagonal(s, lift(sb), k))
     right = None if m_top is None else s.einsum([m_top, vt], "ij,jb->ib")  # M[:kk, :] Vᴴ
     if n > k and vb is not None:  # + S⁻¹ V̄ᴴ (I − VVᴴ)
         rest = s.sub(vb, s.einsum([cj(s, q), vt], "ij,ib->jb"))
-        right = s.accumulate(right, s.einsum([inverse, rest], "j,jb->jb"))
+        right = s.accumulate(right, s.einsum([lift(inverse), rest], "j,jb->jb"))
     left = None
     if m_left is not None and kk < k:  # U_rest M[kk:, :kk]
         left = s.einsum([s.slice(u, SliceConfig([0, kk], [m, k])), s.slice(m_left, SliceConfig([kk, 0], [k, kk]))],
                         "ai,ij->aj")
     if m > k and ub is not None:  # + (I − UUᴴ) Ū S⁻¹
         rest = s.sub(ub, s.einsum([u, p], "ai,ij->aj"))
-        left = s.accumulate(left, s.einsum([rest, inverse], "aj,j->aj"))
+        left = s.accumulate(left, s.einsum([rest, lift(inverse)], "aj,j->aj"))
     if right is not None and left is not None:  # one product: [U_k, left] [right; V_kᴴ]
         return (s.einsum([s.concatenate([uk, left], 1), s.concatenate([right, vtk], 0)], "ai,ib->ab"),)
     if right is not None:
@@ -320,52 +342,53 @@ svd_p = _RULES.define(
 
 # --- eigh ------------------------------------------------------------------------
 #
-# A = V diag(w) Vᵀ for the symmetric part of A (w ascending). With P = Vᵀ dA V,
-# dw = diag(P) and dV = V (F ∘ P), F_ij = 1/(w_j − w_i): the SVD's F with
-# d = w_j − w_i in place of s_j² − s_i², broadened the same way.
+# A = V diag(w) Vᴴ for the Hermitian part of A (w ascending, real). With P = Vᴴ herm(dA) V,
+# dw = Re diag(P) and dV = V (F ∘ P), F_ij the broadened 1/(w_j − w_i) (zero on the diagonal:
+# the eigenvectors' phases do not move, the gauge the SVD's V follows too).
 
 
 def _eigh_abstract(a: Aval, derivative_eps) -> tuple[Aval, Aval]:
     if len(a.shape) != 2 or a.shape[0] != a.shape[1]:
         raise ShapeMismatch("eigh", "a square matrix (rank 2)", f"shape {list(a.shape)}")
-    if a.dtype.kind != "f":
-        raise DTypeMismatch("eigh", "a real matrix (float64 or float32)", str(a.dtype))
     n = a.shape[0]
-    return Aval((n,), a.dtype), Aval((n, n), a.dtype)
+    return Aval((n,), real_dtype(a.dtype)), Aval((n, n), a.dtype)
 
 
 def _eigh_impl(a, derivative_eps):
-    """syevd through NumPy (it releases the GIL) on (A + Aᵀ)/2, which is A itself, bit for bit, when A is symmetric."""
+    """syevd/heevd through NumPy (it releases the GIL) on (A + Aᴴ)/2, which is A itself, bit for
+    bit, when A is Hermitian. Input with inf or NaN raises LinalgError."""
+    _check_finite("eigh", a)
     try:
-        return tuple(np.linalg.eigh((a + a.T) * 0.5))
+        return tuple(np.linalg.eigh((a + a.conj().T) * 0.5))
     except np.linalg.LinAlgError as err:
-        raise LinalgError("eigh", "LAPACK syevd to converge", str(err)) from None
+        raise LinalgError("eigh", "LAPACK syevd/heevd to converge", str(err)) from None
 
 
-def _symmetric_part(s, x):
-    """(x + xᵀ)/2."""
-    return s.scale_real(s.add(x, s.transpose(x, (1, 0))), 0.5)
+def _hermitian_part(s, x):
+    """(x + xᴴ)/2."""
+    return s.scale_real(s.add(x, s.transpose(cj(s, x), (1, 0))), 0.5)
 
 
 def _eigh_jvp(s, tangents, primals, outputs, derivative_eps):
-    """dw = diag(P), dV = V (F ∘ P) with P = Vᵀ sym(dA) V."""
+    """dw = Re diag(P), dV = V (F ∘ P) with P = Vᴴ herm(dA) V."""
     (da,), (w, v) = tangents, outputs
-    p = _symmetric_part(s, s.einsum([v, da, v], "ai,ab,bj->ij"))
-    f = broadened_gap_inverse(s, w, _eps(s, derivative_eps))
-    return s.einsum([p], "ii->i"), s.einsum([v, s.mul(f, p)], "ai,ij->aj")
+    p = _hermitian_part(s, s.einsum([cj(s, v), da, v], "ai,ab,bj->ij"))
+    minus, _, _ = gap_coefficients(s, w, _eps(s, derivative_eps), w.shape[0], sums=False)
+    return s.real(s.einsum([p], "ii->i")), s.einsum([v, s.mul(lift_real(s, minus, v), p)], "ai,ij->aj")
 
 
 def _eigh_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
-    """Ā = V [diag(w̄) + sym(F ∘ (Vᵀ V̄))] Vᵀ: the JVP's transpose, symmetric as the input it reads."""
+    """Ā = herm(V [diag(w̄) + F ∘ (Vᴴ V̄)] Vᴴ): the JVP's transpose, Hermitian as the input it reads."""
     (wb, vb), (w, v) = cotangents, outputs
-    abar = None
+    middle = None
     if vb is not None:
-        f = broadened_gap_inverse(s, w, _eps(s, derivative_eps))
-        inner = _symmetric_part(s, s.mul(f, s.einsum([v, vb], "ai,aj->ij")))
-        abar = s.einsum([v, inner, v], "ai,ij,bj->ab")
+        minus, _, _ = gap_coefficients(s, w, _eps(s, derivative_eps), w.shape[0], sums=False)
+        middle = s.mul(lift_real(s, minus, v), s.einsum([cj(s, v), vb], "ai,aj->ij"))
     if wb is not None:
-        abar = s.accumulate(abar, s.einsum([v, wb, v], "ai,i,bi->ab"))
-    return (abar,)
+        middle = s.accumulate(middle, _on_diagonal(s, lift_real(s, wb, v), w.shape[0]))
+    if middle is None:
+        return (None,)
+    return (_hermitian_part(s, s.einsum([v, middle, cj(s, v)], "ai,ij,bj->ab")),)
 
 
 eigh_p = _RULES.define(

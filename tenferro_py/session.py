@@ -128,18 +128,20 @@ class EagerSession(OpSet):
     def svd(
         self, x: EagerTensor, derivative_eps: float | None = None
     ) -> tuple[EagerTensor, EagerTensor, EagerTensor]:
-        """Thin SVD (u, s, vt), s descending; ``derivative_eps`` overrides the context's ε."""
+        """Thin SVD (u, s, vt), s descending (real for complex x); ``derivative_eps`` overrides the
+        context's ε, relative to the largest singular value."""
         if derivative_eps is not None:
             derivative_eps = _linalg.check_derivative_eps("svd", derivative_eps)
         u, s, vt = self.bind(_linalg.svd_p, x, derivative_eps=derivative_eps)
         return u, s, vt
 
     def eigh(self, x: EagerTensor, derivative_eps: float | None = None) -> tuple[EagerTensor, EagerTensor]:
-        """Eigenvalues (ascending) and eigenvectors (w, v) of the symmetric part (x + xᵀ)/2 of a square matrix.
+        """Eigenvalues (real, ascending) and eigenvectors (w, v) of the Hermitian part (x + xᴴ)/2
+        of a square matrix, real or complex.
 
-        Symmetrising makes the op (and its derivatives) defined for any square
-        input; a symmetric x is unchanged. ``derivative_eps`` overrides the
-        context's ε of the broadened rule.
+        Taking the Hermitian part makes the op (and its derivatives) defined for any square
+        input; a Hermitian x is unchanged. ``derivative_eps`` overrides the context's ε of
+        the broadened rule, relative to max |w|.
         """
         if derivative_eps is not None:
             derivative_eps = _linalg.check_derivative_eps("eigh", derivative_eps)

@@ -348,39 +348,40 @@ def test_context_eps_values():
 
 
 def test_derivative_eps_changes_near_degenerate(rng):
-    """s2 − s3 = 1e-8: the projector on the top 2 singular vectors feels F_23 = d/(d² + ε²).
+    """s2 − s3 = 1e-8: the projector on the top 2 singular vectors feels the broadened 1/(s3 − s2),
+    (1/s₁)·u/(u² + ε²) with u = (s3 − s2)/s₁.
 
-    With d = s2² − s3² ≈ 4e-8 and ε = 1e-8, F_23 shrinks by d²/(d² + ε²) ≈ 16/17; the
-    F_23 term dominates the derivative (it is ~1/d), so the whole derivative shrinks by
-    the same relative amount ε²/(d² + ε²), while ε = 1e-12 leaves it at ~1e-9 of it.
+    That term dominates the derivative (it is ~1/δ; the 1/(s2 + s3) one is ~1/4), so the whole
+    derivative shrinks by ε²/(u² + ε²): 1/17 for ε = u/4, while ε = 1e-12 leaves it at ~1e-7 of it.
     """
     delta = 1e-8
     a = with_spectrum(rng, 4, 4, [3.0, 2.0 + delta, 2.0, 1.0])
     w, v = rng.standard_normal((4, 4)), rng.standard_normal((4, 4))
     sv = np.linalg.svd(a, compute_uv=False)
-    d = sv[1] ** 2 - sv[2] ** 2
+    u = (sv[1] - sv[2]) / sv[0]
+    eps = float(u / 4)
     g0, t0 = _projector_derivatives(tf.AdContext(), a, w, v)
-    g8, t8 = _projector_derivatives(eps_context(1e-8), a, w, v)
+    g8, t8 = _projector_derivatives(eps_context(eps), a, w, v)
     assert np.all(np.isfinite(g8)) and np.all(np.isfinite(t8))
-    expected = 1e-16 / (d * d + 1e-16)  # ≈ 1/17
-    assert expected > 0.05
+    expected = eps**2 / (u * u + eps**2)
+    assert abs(expected - 1 / 17) < 1e-12
     assert abs(_rel(g8, g0) - expected) < 1e-3
     assert abs(_rel(t8, t0) - expected) < 1e-3
     # Per call: the same ε gives the same numbers as the context's.
-    g8c, t8c = _projector_derivatives(tf.AdContext(), a, w, v, per_call=1e-8)
+    g8c, t8c = _projector_derivatives(tf.AdContext(), a, w, v, per_call=eps)
     np.testing.assert_array_equal(g8c, g8)
     np.testing.assert_array_equal(t8c, t8)
     # Per call overrides the context: ε = 1e-12 in a 1e-8 context is the default.
-    g12, t12 = _projector_derivatives(eps_context(1e-8), a, w, v, per_call=1e-12)
+    g12, t12 = _projector_derivatives(eps_context(eps), a, w, v, per_call=1e-12)
     np.testing.assert_array_equal(g12, g0)
     np.testing.assert_array_equal(t12, t0)
 
 
 @pytest.mark.parametrize("eps", [1e-8, 1e-3])
 def test_derivative_eps_negligible_when_well_separated(rng, eps):
-    """Relative change of at most ~ε²/gap² (gap = min |s_i² − s_j²|), plus rounding."""
+    """Relative change of at most ~ε²/gap² (gap = min |s_i − s_j| / s₁), plus rounding."""
     a = with_spectrum(rng, 4, 4, [3.0, 2.0, 1.5, 1.0])
-    gap = min(2.0**2 - 1.5**2, 1.5**2 - 1.0**2)
+    gap = 0.5 / 3.0
     w, v = rng.standard_normal((4, 4)), rng.standard_normal((4, 4))
     g0, t0 = _projector_derivatives(tf.AdContext(), a, w, v)
     g, t = _projector_derivatives(eps_context(eps), a, w, v)
@@ -395,7 +396,7 @@ def test_derivative_eps_negligible_when_well_separated(rng, eps):
 
 
 def test_derivative_eps_at_exact_zero_singular_value(rng):
-    """The rectangular term uses s/(s² + ε²): finite at s = 0, and ε sets its size."""
+    """The rectangular term's 1/s is broadened as (1/s₁)·x/(x² + ε²), x = s/s₁: finite at s = 0, and ε sets its size."""
     a = with_spectrum(rng, 5, 3, [3.0, 2.0, 0.0])
     w = rng.standard_normal((5, 3))
     out = {}

@@ -10,6 +10,12 @@ chosen steps, or on chosen pairs of one step, and prints how far c_ad moves:
     python bench/old_rule_attribution.py 0.3 --step 5   # that step's pairs, by decades of s/s₁
 
 With g on every step it gives the table's c_ad back (to 3e-13 at β = 0.3, 0.5, 0.6).
+
+    python bench/old_rule_attribution.py 0.4 --hotrg   # HOTRG's u (χ = 16, 30 steps), eigh's old rule
+
+does the same for examples/hotrg_ising.py, whose eigh had F_ij = d/(d² + ε²), d = w_j − w_i,
+ε = 1e-12 absolute: the old coefficient replaces the new one on one step at a time, then on
+pairs of every step grouped by |w_j − w_i|/max|w|.
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ import numpy as np
 
 sys.path[:0] = [str(pathlib.Path(__file__).resolve().parents[1] / "examples")]
 
+import hotrg_ising  # noqa: E402
 import ising_trg  # noqa: E402
 
 import tenferro_py.linalg as linalg  # noqa: E402
+import tenferro_py.session as session  # noqa: E402
 from tenferro_py import CpuEngine, SliceConfig, Tensor  # noqa: E402
 
 TABLE_C_AD = {0.3: 0.286288379149, 0.4: 0.861447343854, 0.5: 0.724737277976, 0.6: 0.313435729647}
@@ -68,11 +76,79 @@ def c_ad(beta: float, ks, engine, coefficients=CURRENT) -> float:
         linalg.gap_coefficients = CURRENT
 
 
+def old_eigh_rule_on(step_of: dict, steps: set, pairs=None):
+    """gap_coefficients with eigh's old 1/(w_j − w_i), d/(d² + ε²) with absolute ε, on the given
+    steps (and pairs)."""
+
+    def coefficients(s, values, eps, cols, sums=True):
+        minus, plus, inverse = CURRENT(s, values, eps, cols, sums)
+        x = numbers(values)
+        if sums or step_of.get(x.tobytes()) not in steps:
+            return minus, plus, inverse
+        k = x.shape[0]
+        d = s.sub(s.broadcast_in_dim(values, (k, cols), (1,)), s.broadcast_in_dim(values, (k, cols), (0,)))
+        old = s.div(d, s.add(s.mul(d, d), s.constant_from(Tensor(np.full((k, cols), OLD_EPS**2)))))
+        chosen = (1.0 - np.eye(k, cols)) * (1.0 if pairs is None else pairs(x, cols))
+        return s.add(s.mul(old, s.constant_from(Tensor(chosen))), s.mul(minus, s.constant_from(Tensor(1.0 - chosen)))), \
+            None, None
+
+    return coefficients
+
+
+def hotrg(beta: float) -> int:
+    """HOTRG's u: which steps' eigh, and which pairs of eigenvalues, moved it."""
+    ks = hotrg_ising.schedule(16, 30)
+    step_of: dict = {}
+    current_step = [0]
+    eigh, step = session.EagerSession.eigh, hotrg_ising.step
+
+    def recording_eigh(self, x, derivative_eps=None):
+        w, v = eigh(self, x, derivative_eps)
+        step_of.setdefault(numbers(w).tobytes(), current_step[0])
+        return w, v
+
+    def counting_step(s, t, k):
+        current_step[0] += 1
+        return step(s, t, k)
+
+    def u(coefficients=CURRENT) -> float:
+        current_step[0] = -1
+        linalg.gap_coefficients = coefficients
+        try:
+            return -hotrg_ising.program(ks).value_and_grad(beta)[1].item()
+        finally:
+            linalg.gap_coefficients = CURRENT
+
+    session.EagerSession.eigh, hotrg_ising.step = recording_eigh, counting_step
+    try:
+        base = u()
+        every = u(old_eigh_rule_on(step_of, set(range(len(ks)))))
+        print(f"HOTRG beta={beta}: u = {base!r}; with eigh's old rule on every step it moves by {every - base:+.3e}")
+        for i in range(len(ks)):
+            moved = u(old_eigh_rule_on(step_of, {i})) - base
+            if abs(moved) > 1e-13:
+                print(f"  step {i}: the old rule there moves u by {moved:+.3e}")
+        edges = [0.0, 1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-6, 2.0]
+        for lo, hi in zip(edges, edges[1:]):
+            def pairs(x, cols, lo=lo, hi=hi):
+                gap = np.abs(x[None, :cols] - x[:, None]) / np.abs(x).max()
+                return ((gap >= lo) & (gap < hi)).astype(float)
+
+            moved = u(old_eigh_rule_on(step_of, set(range(len(ks))), pairs)) - base
+            print(f"  pairs with |w_j − w_i| in [{lo:g}, {hi:g})·max|w|, every step: {moved:+.3e}")
+    finally:
+        session.EagerSession.eigh, hotrg_ising.step = eigh, step
+    return 0
+
+
 def main(argv) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("beta", type=float, choices=sorted(TABLE_C_AD))
     parser.add_argument("--step", type=int, help="attribute within this step, by decades of s/s₁")
+    parser.add_argument("--hotrg", action="store_true", help="HOTRG's u and eigh's old rule instead")
     args = parser.parse_args(argv)
+    if args.hotrg:
+        return hotrg(args.beta)
     ks = ising_trg.schedule(16, 20)
     engine = CpuEngine.serial()
     spectra: list = []

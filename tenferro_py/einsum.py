@@ -301,7 +301,7 @@ def operand_cotangent(s, ct, primals, inputs, output, i):
                 out += c2
             else:
                 out += c
-        eyes = [s.constant_from(Tensor(np.eye(n, dtype=ct.dtype))) for _, n in deltas]
+        eyes = [s.constant_from(Tensor.adopt(np.eye(n, dtype=ct.dtype))) for _, n in deltas]
         g = s.einsum([g, *eyes], ",".join([unique] + [d for d, _ in deltas]) + "->" + out)
     return g
 

@@ -34,14 +34,15 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from .errors import InvalidArgument
+from .errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 
 #: Kernels estimated at this many flops or more go to the workers of a wide engine.
 COSTLY_FLOPS = float(2**22)
 
 class Kernel(Protocol):
-    """What an engine needs of a primitive: its kernel and its cost estimate."""
+    """What an engine needs of a primitive: its name, its kernel and its cost estimate."""
 
+    name: str
     impl: Callable[..., tuple]
 
     def flops(self, in_avals: tuple, out_avals: tuple, params: dict) -> float: ...
@@ -143,15 +144,16 @@ class PoolBuilder:
 class _Task:
     """One kernel call of a wide engine: its inputs, then its outputs or its error."""
 
-    __slots__ = ("kernel", "args", "params", "costly", "inputs", "missing", "dependents", "urgent", "state",
+    __slots__ = ("kernel", "args", "params", "avals", "costly", "inputs", "missing", "dependents", "urgent", "state",
                  "outputs", "error")
 
     WAITING, READY, RUNNING, DONE = range(4)
 
-    def __init__(self, kernel: Callable[..., Any], args: Sequence[Any], params: dict, costly: bool):
+    def __init__(self, kernel: Kernel, args: Sequence[Any], params: dict, avals: tuple, costly: bool):
         self.kernel = kernel
         self.args: Sequence[Any] | None = args
         self.params = params
+        self.avals = avals
         self.costly = costly
         self.inputs: list[_Task] = []  # the unfinished tasks it waits for
         self.missing = 0
@@ -190,13 +192,36 @@ def resolve(value: "np.ndarray | Pending") -> np.ndarray:
     return value.result() if isinstance(value, Pending) else value
 
 
-def _call(kernel: Callable[..., Any], args: Sequence[Any], params: dict) -> tuple[np.ndarray, ...]:
-    """Run a kernel on computed inputs; outputs as arrays (NumPy scalars become 0-d arrays).
+def _call(prim: Kernel, args: Sequence[Any], params: dict, avals: tuple) -> tuple[np.ndarray, ...]:
+    """Run a kernel on computed inputs; its outputs as read-only arrays (NumPy scalars become 0-d
+    arrays), checked against the shapes and dtypes ``abstract`` declared (``avals``), so that a
+    user kernel that disagrees with its own declaration fails here, naming the op.
 
     Kernels never write to their inputs, so outputs are shared without copies.
     """
-    out = kernel(*args, **params)
-    return tuple([v if type(v) is np.ndarray else np.asarray(v) for v in out])
+    out = prim.impl(*args, **params)
+    if type(out) is not tuple or len(out) != len(avals):
+        raise InvalidArgument(prim.name, f"its kernel to return a tuple of {len(avals)} arrays",
+                              f"{type(out).__name__}" + (f" of {len(out)}" if isinstance(out, tuple) else ""))
+    for v, a in zip(out, avals):
+        if type(v) is not np.ndarray or v.shape != a.shape or v.dtype != a.dtype:
+            return _converted(prim.name, out, avals)
+        v.setflags(write=False)
+    return out
+
+
+def _converted(op: str, out: tuple, avals: tuple) -> tuple[np.ndarray, ...]:
+    """Outputs of which some are not arrays of their declared shape and dtype: NumPy scalars
+    become 0-d arrays; any other mismatch is an error naming ``op``."""
+    values = tuple([np.asarray(v) for v in out])
+    for i, (v, a) in enumerate(zip(values, avals)):
+        if v.shape != a.shape:
+            raise ShapeMismatch(op, f"kernel output {i} of shape {list(a.shape)} (as its abstract declares)",
+                                f"shape {list(v.shape)}")
+        if v.dtype != a.dtype:
+            raise DTypeMismatch(op, f"kernel output {i} of dtype {a.dtype} (as its abstract declares)", str(v.dtype))
+        v.setflags(write=False)
+    return values
 
 
 class CpuEngine:
@@ -253,14 +278,14 @@ class CpuEngine:
     def run(self, prim: Kernel, args: Sequence[Any], params: dict, in_avals: tuple, avals: tuple) -> tuple:
         """Run, defer or queue one primitive's kernel: its outputs (``avals``), as arrays or :class:`Pending`."""
         if self._pool.threads == 1:
-            return _call(prim.impl, args, params)
+            return _call(prim, args, params, avals)
         if self._urgent:
             self._run_urgent()
         costly = prim.flops(in_avals, avals, params) >= COSTLY_FLOPS
         unfinished = [a._task for a in args if type(a) is Pending and a._task.state != _Task.DONE]
         if not unfinished and not costly:
-            return _call(prim.impl, [resolve(a) for a in args], params)
-        task = _Task(prim.impl, args, params, costly)
+            return _call(prim, [resolve(a) for a in args], params, avals)
+        task = _Task(prim, args, params, avals, costly)
         with self._cond:
             self._tasks.append(task)
             self._open += 1
@@ -324,7 +349,7 @@ class CpuEngine:
                         raise a._task.error
                     a = a._task.outputs[a._index]
                 args.append(a)
-            task.outputs = _call(task.kernel, args, task.params)
+            task.outputs = _call(task.kernel, args, task.params, task.avals)
         except BaseException as err:  # handed to whoever reads the value, or to wait()
             task.error = err
         task.args = None

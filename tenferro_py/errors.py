@@ -46,5 +46,9 @@ class Unsupported(TenferroError, NotImplementedError):
     """A transform met a primitive with no AD rule in the runtime's context."""
 
 
+class SessionEnded(TenferroError, ValueError):
+    """An op on a session whose ``with_eager_session`` call has returned."""
+
+
 class LinalgError(TenferroError, ArithmeticError):
-    """LAPACK did not converge."""
+    """LAPACK did not converge, or was given inf or NaN."""

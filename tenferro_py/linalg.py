@@ -90,16 +90,16 @@ def _eps(s, derivative_eps) -> float:
 
 def _full(s, shape, value, dtype):
     """A constant of ``shape`` filled with ``value``: one number, broadcast (no array of that size)."""
-    return s.broadcast_in_dim(s.constant_from(Tensor(np.array(value, dtype=dtype))), shape, ())
+    return s.broadcast_in_dim(s.constant_from(Tensor.adopt(np.array(value, dtype=dtype))), shape, ())
 
 
 def _off_diagonal(rows: int, cols: int, dtype: np.dtype) -> Tensor:
     """1 − I of rows × cols."""
-    return Tensor(1.0 - np.eye(rows, cols, dtype=dtype))
+    return Tensor.adopt(1.0 - np.eye(rows, cols, dtype=dtype))
 
 
 def _eye(rows: int, cols: int, dtype: np.dtype) -> Tensor:
-    return Tensor(np.eye(rows, cols, dtype=dtype))
+    return Tensor.adopt(np.eye(rows, cols, dtype=dtype))
 
 
 def spectrum_scale(s, values):
@@ -109,7 +109,7 @@ def spectrum_scale(s, values):
     n = values.shape[0]
     first, last = s.abs(_columns(s, values, 1, 0)), s.abs(s.slice(values, SliceConfig([n - 1], [n])))
     largest = s.scale_real(s.add(s.add(first, last), s.abs(s.sub(first, last))), 0.5)  # max(a, b) for a, b ≥ 0
-    tiny = s.constant_from(Tensor(np.full(1, np.finfo(values.dtype).tiny, values.dtype)))
+    tiny = s.constant_from(Tensor.adopt(np.full(1, np.finfo(values.dtype).tiny, values.dtype)))
     return s.constant_from(s.add(largest, tiny))
 
 

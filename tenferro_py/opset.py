@@ -49,7 +49,7 @@ class OpSet:
 
     def zeros(self, shape: Sequence[int], dtype: npt.DTypeLike = np.float64) -> EagerTensor:
         """A constant of zeros."""
-        return self.constant_from(Tensor(np.zeros(check_shape("zeros", shape), dtype=dtype)))
+        return self.constant_from(Tensor.adopt(np.zeros(check_shape("zeros", shape), dtype=dtype)))
 
     def accumulate(self, a: Any, b: Any) -> Any:
         """a + b for tangents or cotangents, where None is a symbolic zero."""

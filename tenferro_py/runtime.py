@@ -203,7 +203,11 @@ class EagerRuntime:
         if not isinstance(engine, CpuEngine):
             raise InvalidArgument("EagerRuntime", "a CpuEngine", type(engine).__name__)
         with engine.active():
-            yield EagerSession(self, engine)
+            session = EagerSession(self, engine)
+            try:
+                yield session
+            finally:
+                session.end()
 
     def no_grad(self) -> GradMode:
         """A guard within which op results are constants (nothing is recorded)."""
@@ -337,7 +341,7 @@ class EagerRuntime:
         out = self.check_owned(op, out)
         if math.prod(out.shape) != 1:
             raise NonScalarGrad(op, "a scalar output (one element)", f"shape {list(out.shape)}")
-        return Tensor(np.ones(out.shape, dtype=out.dtype))
+        return Tensor.adopt(np.ones(out.shape, dtype=out.dtype))
 
     def grad(self, engine: CpuEngine, out: EagerTensor, wrt: Any) -> Any:
         """d(out)/d(wrt) for a scalar ``out``; functional, differentiable."""

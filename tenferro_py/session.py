@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from . import linalg as _linalg
+from .errors import SessionEnded
 from .opset import OpSet
 from .structure import Structured, dense
 from .tape import EagerTensor, ForwardTrace, Node, reverse_sweep, tensor_key
@@ -21,11 +22,20 @@ from .tensor import Aval, Tensor
 class EagerSession(OpSet):
     """Runs ops on one engine, recording them in one runtime's tape."""
 
-    __slots__ = ("_rt", "_engine")
+    __slots__ = ("_rt", "_engine", "_open")
 
     def __init__(self, runtime: Any, engine: Any):
         self._rt = runtime
         self._engine = engine
+        self._open = True
+
+    def end(self) -> None:
+        """End the session (its ``with_eager_session`` call returns): every op on it raises from now on."""
+        self._open = False
+
+    def _check_open(self, op: str) -> None:
+        if not self._open:
+            raise SessionEnded(op, "a session inside its with_eager_session call", "one whose call has returned")
 
     @property
     def runtime(self) -> Any:
@@ -39,6 +49,8 @@ class EagerSession(OpSet):
 
     def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
         """Check, run and (when tracked) record one primitive; returns its outputs."""
+        if not self._open:
+            self._check_open(prim.name)
         rt = self._rt
         xs = tuple([x if type(x) is EagerTensor and x._rt is rt else self._operand(prim.name, x) for x in inputs])
         if any([type(x) is not EagerTensor for x in xs]):
@@ -119,10 +131,12 @@ class EagerSession(OpSet):
 
     def variable_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
         """A tracked leaf (see :meth:`EagerRuntime.variable_from`)."""
+        self._check_open("variable_from")
         return self._rt.variable_from(t)
 
     def constant_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
         """An untracked tensor."""
+        self._check_open("constant_from")
         return self._rt.constant_from(t)
 
     def svd(

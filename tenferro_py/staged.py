@@ -125,8 +125,36 @@ def _coef(op: str, what: str, c: object) -> float:
     return float(c)
 
 
+def _name(fn: object) -> str:
+    return getattr(fn, "__name__", None) or getattr(getattr(fn, "func", None), "__name__", None) or repr(fn)
+
+
+def _checked_tensor(what: str, fn: object, out: object, scalar: bool = False) -> EagerTensor:
+    """The source's x₀ or the readout's value: an EagerTensor (of one element for the readout)."""
+    if not isinstance(out, EagerTensor) or (scalar and math.prod(out.shape) != 1):
+        got = f"shape {list(out.shape)}" if isinstance(out, EagerTensor) else type(out).__name__
+        expected = "a scalar EagerTensor" if scalar else "an EagerTensor"
+        raise InvalidArgument(f"staged.Program {what} ({_name(fn)})", expected, got)
+    return out
+
+
+def _checked_stage_output(i: int, fn: object, out: object) -> tuple[EagerTensor, EagerTensor | None]:
+    """A stage's (x_next, side): a tensor, and a one-element tensor or None."""
+    what = f"staged.Program stage {i} ({_name(fn)})"
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        got = f"one {type(out).__name__}" if not isinstance(out, (tuple, list)) else f"{len(out)} values"
+        raise InvalidArgument(what, "fn(s, x) to return (x_next, side), side a scalar tensor or None", got)
+    x_next, side = out
+    if not isinstance(x_next, EagerTensor):
+        raise InvalidArgument(what, "x_next an EagerTensor", type(x_next).__name__)
+    if side is not None and not (isinstance(side, EagerTensor) and math.prod(side.shape) == 1):
+        got = f"shape {list(side.shape)}" if isinstance(side, EagerTensor) else type(side).__name__
+        raise InvalidArgument(what, "side a scalar EagerTensor or None", got)
+    return x_next, side
+
+
 def _scalar_like(c: float, x: EagerTensor) -> Tensor:
-    return Tensor(np.array(c, dtype=x.dtype))
+    return Tensor.adopt(np.array(c, dtype=x.dtype))
 
 
 class Program:
@@ -196,7 +224,7 @@ class Program:
         """(L, dL/dθ · θ̇) by forward mode (θ̇ = ``direction``, default ones): no stage is kept."""
         rt, eng = _setup(runtime, engine)
         param, seed = self._seeds(rt, "Program.value_and_jvp", theta, direction)
-        x = rt.with_eager_session(eng, lambda s: self.source(s, param))
+        x = self._source(rt, eng, param)
         with rt.no_grad():
             tangent: EagerTensor | None = rt.jvp(eng, x, param, seed)
         value = dvalue = 0.0
@@ -208,7 +236,7 @@ class Program:
                     dvalue += stage.coef * rt.jvp(eng, run.side, run.leaf, tangent).item()
             x, tangent = run.out, run.out_tangent
         last = rt.variable_from(x)
-        out = rt.with_eager_session(eng, lambda s: self.readout(s, last))
+        out = self._readout(rt, eng, last)
         with rt.no_grad():
             dvalue += self.readout_coef * rt.jvp(eng, out, last, tangent).item()
         return ValueAndJvp(value + self.readout_coef * out.item(), dvalue)
@@ -253,7 +281,7 @@ class Program:
         """θ as a variable and its tangent θ̇ (ones by default) as a constant of θ's shape."""
         param = rt.variable_from(_as_tensor(op, "theta", theta))
         if direction is None:
-            return param, rt.constant_from(Tensor(np.ones(param.shape, param.dtype)))
+            return param, rt.constant_from(Tensor.adopt(np.ones(param.shape, param.dtype)))
         seed = _as_tensor(op, "direction", direction)
         if seed.shape != param.shape or seed.dtype != param.dtype:
             raise InvalidArgument(
@@ -272,6 +300,13 @@ class Program:
             return max(1, math.isqrt(len(self.stages) - 1) + 1) if self.stages else 1
         return None
 
+    def _source(self, rt: EagerRuntime, eng: CpuEngine, theta: EagerTensor) -> EagerTensor:
+        return _checked_tensor("source", self.source, rt.with_eager_session(eng, lambda s: self.source(s, theta)))
+
+    def _readout(self, rt: EagerRuntime, eng: CpuEngine, last: EagerTensor) -> EagerTensor:
+        out = rt.with_eager_session(eng, lambda s: self.readout(s, last))
+        return _checked_tensor("readout", self.readout, out, scalar=True)
+
     def _run_stage(
         self, rt: EagerRuntime, eng: CpuEngine, i: int, x: EagerTensor, tangent: EagerTensor | None, record: bool,
         memo: bool = False,
@@ -282,7 +317,8 @@ class Program:
         """
         leaf = rt.variable_from(x)
         with contextlib.nullcontext() if record else rt.no_grad():
-            out, side = rt.with_eager_session(eng, lambda s: self.stages[i].fn(s, leaf))
+            fn = self.stages[i].fn
+            out, side = _checked_stage_output(i, fn, rt.with_eager_session(eng, lambda s: fn(s, leaf)))
         if tangent is None:
             return _StageRun(leaf, out, side, None, None, None)
         kept = TangentMemo() if memo else None
@@ -307,7 +343,7 @@ class Program:
         segment_length: int | None,
     ) -> _Forward:
         """x₀, the stages in segments (their graphs kept when segment_length is None), the readout, L."""
-        x0 = rt.with_eager_session(eng, lambda s: self.source(s, theta))
+        x0 = self._source(rt, eng, theta)
         x, tangent = rt.constant_from(x0), None
         if direction is not None:
             with rt.no_grad():
@@ -326,7 +362,7 @@ class Program:
             x, tangent = rt.constant_from(runs[-1].out), runs[-1].out_tangent
             del runs  # when not kept, the segment's graphs go before the next segment runs
         last = rt.variable_from(x)
-        readout = rt.with_eager_session(eng, lambda s: self.readout(s, last))
+        readout = self._readout(rt, eng, last)
         value += self.readout_coef * readout.item()
         return _Forward(value, x0, segments, last, readout, tangent)
 

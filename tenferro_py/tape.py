@@ -116,12 +116,12 @@ class EagerTensor:
 
     def value(self) -> Tensor:
         """The host value (shares the immutable buffer); waits for its kernel if needed."""
-        return Tensor(resolve(self._value))
+        return Tensor.adopt(resolve(self._value))
 
     def to_tensor(self, engine: Any) -> Tensor:
         """The host value (tenferro's ``to_tensor(&mut eng)``): a Tensor, immutable like a copy, that
         shares the buffer no kernel ever writes to instead of copying it."""
-        return Tensor(resolve(self._value))
+        return Tensor.adopt(resolve(self._value))
 
     def item(self) -> float:
         """The value of a one-element tensor as a Python number."""
@@ -130,7 +130,7 @@ class EagerTensor:
     def grad(self) -> Tensor | None:
         """The grad slot of a variable; None when empty (or for a non-leaf)."""
         if isinstance(self._node, Leaf) and self._node.grad is not None:
-            return Tensor(self._node.grad)
+            return Tensor.adopt(self._node.grad)
         return None
 
     def clear_grad(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Iterable, NamedTuple, Sequence, TypeGuard
 
 import numpy as np
@@ -44,14 +45,18 @@ def check_shape(op: str, shape: Iterable[int]) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
-def as_host_array(op: str, data: object) -> np.ndarray:
-    """Data as a read-only array of a supported dtype (ints and bools become float64)."""
-    arr = np.asarray(data)
+def host_copy(op: str, data: object, order: str = "K") -> np.ndarray:
+    """A new array holding ``data`` (an array, nested sequences or a number) in a supported dtype:
+    ints and bools become float64; anything else, or ragged data, is an error naming ``op``."""
+    try:
+        arr = np.asarray(data)
+    except (ValueError, TypeError) as err:  # ragged nesting, objects NumPy cannot hold as numbers
+        raise InvalidArgument(op, "rectangular numeric data", f"{type(data).__name__} ({err})") from None
     if arr.dtype.kind in "biu":
-        arr = arr.astype(np.float64)
+        return arr.astype(np.float64, order=order)
     if arr.dtype not in SUPPORTED_DTYPES:
         raise DTypeMismatch(op, "float64, float32, complex128 or complex64 data", str(arr.dtype))
-    return arr
+    return np.array(arr, order=order, copy=True)
 
 
 def frozen(arr: np.ndarray) -> np.ndarray:
@@ -63,38 +68,59 @@ def frozen(arr: np.ndarray) -> np.ndarray:
 class Tensor:
     """A host tensor: a shape, a dtype and data, read and written column-major.
 
-    Tensors are immutable values; every op makes a new one.
+    Tensors are immutable values; every op makes a new one. A tensor made from a caller's
+    array holds a copy, so neither changes the other.
     """
 
     __slots__ = ("_array",)
 
-    def __init__(self, array: np.ndarray):
-        """Wrap an array (not copied: the caller hands it over)."""
-        self._array = frozen(as_host_array("Tensor", array))
+    def __init__(self, array: object):
+        """A tensor holding a copy of ``array`` (a NumPy array, nested sequences or a number;
+        NumPy indexing: element [i, j] is row i, column j)."""
+        self._array = frozen(host_copy("Tensor", array))
+
+    @classmethod
+    def adopt(cls, array: np.ndarray) -> "Tensor":
+        """A tensor on ``array`` itself, not copied: for arrays nothing else holds (the library's
+        kernel outputs and fresh constants). The array is made read-only."""
+        t = cls.__new__(cls)
+        t._array = frozen(array)
+        return t
 
     @classmethod
     def from_vec_col_major(cls, shape: Sequence[int], data: Iterable[float]) -> "Tensor":
         """A tensor of ``shape`` whose data is read in column-major order."""
-        dims = check_shape("Tensor.from_vec_col_major", shape)
-        flat = as_host_array("Tensor.from_vec_col_major", data).ravel()
-        expected = int(np.prod(dims, dtype=np.int64))
+        op = "Tensor.from_vec_col_major"
+        dims = check_shape(op, shape)
+        flat = host_copy(op, data).ravel()
+        expected = math.prod(dims)  # a Python int: no overflow, however large the shape
         if flat.size != expected:
-            raise ShapeMismatch(
-                "Tensor.from_vec_col_major",
-                f"{expected} elements for shape {list(dims)}",
-                f"{flat.size} elements",
-            )
-        return cls(np.array(flat.reshape(dims, order="F"), order="F"))
+            raise ShapeMismatch(op, f"{expected} elements for shape {list(dims)}", f"{flat.size} elements")
+        return cls.adopt(flat.reshape(dims, order="F"))  # a view of our own copy, column-major
 
     @classmethod
-    def from_numpy(cls, array: np.ndarray) -> "Tensor":
-        """A tensor holding a copy of a NumPy array (indexing as NumPy's)."""
-        return cls(np.array(as_host_array("Tensor.from_numpy", array), order="F", copy=True))
+    def from_numpy(cls, array: object) -> "Tensor":
+        """A tensor holding a copy of a NumPy array, laid out column-major (indexing as NumPy's)."""
+        return cls.adopt(host_copy("Tensor.from_numpy", array, order="F"))
 
     @classmethod
-    def scalar(cls, value: float, dtype: npt.DTypeLike = np.float64) -> "Tensor":
-        """A rank-0 tensor."""
-        return cls(np.array(value, dtype=dtype))
+    def scalar(cls, value: complex, dtype: npt.DTypeLike | None = None) -> "Tensor":
+        """A rank-0 tensor: float64 for a real number, complex128 for a complex one, unless ``dtype``
+        says otherwise (a complex value needs a complex dtype)."""
+        op = "Tensor.scalar"
+        if not (is_real_number(value) or isinstance(value, (complex, np.complexfloating))):
+            raise InvalidArgument(op, "a real or complex number", repr(value))
+        if dtype is None:
+            dtype = np.complex128 if isinstance(value, (complex, np.complexfloating)) else np.float64
+        try:
+            target = np.dtype(dtype)
+        except TypeError:
+            raise DTypeMismatch(op, "a dtype", repr(dtype)) from None
+        if target not in SUPPORTED_DTYPES:
+            raise DTypeMismatch(op, "float64, float32, complex128 or complex64", str(target))
+        if target.kind != "c" and isinstance(value, (complex, np.complexfloating)):
+            raise DTypeMismatch(op, f"a real number for dtype {target}", repr(value))
+        return cls.adopt(np.array(value, dtype=target))
 
     @property
     def shape(self) -> tuple[int, ...]:

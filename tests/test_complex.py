@@ -156,3 +156,42 @@ def test_phase_dependent_loss_follows_the_gauge_of_u(rt, eng, rng):
     a = rt.variable_from(tf.Tensor(z(rng, 3, 3)))
     y = rt.with_eager_session(eng, lambda s: s.reduce_sum(s.real(s.slice(s.svd(a)[0], SC([0, 0], [1, 1])))))
     assert np.all(np.isfinite(rt.grad(eng, y, a).value().to_numpy()))
+
+
+# --- the convention, pinned ------------------------------------------------------------------
+
+
+def _grad(rt, eng, f, z):
+    x = rt.variable_from(tf.Tensor.scalar(z))
+    return rt.grad(eng, rt.with_eager_session(eng, lambda s: f(s, x)), x).item()
+
+
+def test_grad_of_a_real_loss_is_d_by_dx_plus_i_d_by_dy(rt, eng):
+    """∂L/∂x + i ∂L/∂y = 2 ∂L/∂z̄: PyTorch's and TensorFlow's gradient; jax.grad gives its conjugate
+    (JAX's autodiff cookbook: grad(lambda z: abs(z)**2)(3+4j) = 6-8j)."""
+    abs2 = lambda s, z: s.real(s.mul(s.conj(z), z))  # noqa: E731
+    assert _grad(rt, eng, abs2, 3 + 4j) == 6 + 8j
+    assert _grad(rt, eng, lambda s, z: s.abs(z), 3 + 4j) == pytest.approx(0.6 + 0.8j, abs=1e-15)
+    assert _grad(rt, eng, lambda s, z: s.real(z), 3 + 4j) == 1.0
+    assert _grad(rt, eng, lambda s, z: s.imag(z), 3 + 4j) == 1j
+    z = 0.3 - 1.2j  # Re exp(z): its gradient is conj(f'(z)) = conj(exp(z))
+    assert _grad(rt, eng, lambda s, x: s.real(s.exp(x)), z) == pytest.approx(np.conj(np.exp(z)), abs=1e-15)
+
+
+def test_jvp_is_f_prime_times_the_tangent_and_vjp_its_adjoint(rt, eng):
+    """For holomorphic f(z) = z² at 1+1j: JVP along ż = f'(z)·ż (2+2j along 1, as JAX and PyTorch);
+    VJP of ȳ = conj(f'(z))·ȳ (2−2j for ȳ = 1, as PyTorch's backward; JAX's vjp gives 2+2j, the
+    conjugate of ours at conj(ȳ)). TensorFlow's issue 3348 shows the same for x² at 0.1j: −0.2j."""
+    x = rt.variable_from(tf.Tensor.scalar(1 + 1j))
+    y = rt.with_eager_session(eng, lambda s: s.mul(x, x))
+    assert rt.jvp(eng, y, x, tf.Tensor.scalar(1 + 0j)).item() == 2 + 2j
+    assert rt.jvp(eng, y, x, tf.Tensor.scalar(1j)).item() == -2 + 2j
+    assert rt.vjp(eng, y, x, tf.Tensor.scalar(1 + 0j)).item() == 2 - 2j
+    assert rt.vjp(eng, y, x, tf.Tensor.scalar(1j)).item() == 2 + 2j
+    w = rt.variable_from(tf.Tensor.scalar(0.1j))
+    assert rt.vjp(eng, rt.with_eager_session(eng, lambda s: s.mul(w, w)), w, tf.Tensor.scalar(1 + 0j)).item() == \
+        pytest.approx(-0.2j, abs=1e-17)
+    # A non-holomorphic f(z) = conj(z): JVP conj(ż), VJP conj(ȳ) (the ∂f/∂z̄ terms).
+    c = rt.with_eager_session(eng, lambda s: s.conj(x))
+    assert rt.jvp(eng, c, x, tf.Tensor.scalar(2 + 3j)).item() == 2 - 3j
+    assert rt.vjp(eng, c, x, tf.Tensor.scalar(2 + 3j)).item() == 2 - 3j

@@ -102,6 +102,23 @@ def test_shape_errors_raise_at_the_op_and_kernel_errors_at_the_read_or_the_sessi
     assert rt.with_eager_session(eng, lambda s: s.add(x, x)).value().to_numpy().tolist() == [2.0] * 3
 
 
+def test_the_sessions_own_exception_wins_over_a_queued_kernels_error():
+    """A body that raises while a failing kernel is queued: the body's exception surfaces, the
+    kernel's (here svd's LinalgError on NaN) chained to it as its __context__."""
+    rt, eng = tf.EagerRuntime(), wide()
+    bad = rt.variable_from(tf.Tensor(np.full((128, 128), np.nan)))
+
+    def body(s):
+        s.svd(s.scale_real(bad, 2.0))  # costly: queued on a worker
+        raise KeyError("the user's own")
+
+    with pytest.raises(KeyError, match="the user's own") as info:
+        rt.with_eager_session(eng, body)
+    assert isinstance(info.value.__context__, tf.LinalgError)
+    assert str(info.value.__context__).startswith("svd: expected a matrix of finite entries")
+    assert rt.with_eager_session(eng, lambda s: s.add(bad, bad)).shape == (128, 128)  # the engine goes on
+
+
 def test_engine_runs_kernels_at_once_at_width_1_and_schedules_them_at_width_2():
     from tenferro_py.rules import Primitive
 

@@ -60,6 +60,33 @@ def test_from_vec_col_major_bad_shape_and_dtype():
     assert tf.Tensor.from_vec_col_major([2], [1 + 1j, 2.0]).dtype == np.complex128
 
 
+@pytest.mark.parametrize(
+    "make, cls, fragments",
+    [
+        (lambda: tf.Tensor([[1.0, 2.0], [3.0]]), tf.InvalidArgument, ("Tensor", "rectangular numeric data", "list")),
+        (lambda: tf.Tensor([1.0, "x"]), tf.DTypeMismatch, ("Tensor", "<U32")),
+        (lambda: tf.Tensor(object()), tf.DTypeMismatch, ("Tensor", "object")),
+        (lambda: tf.Tensor.from_numpy([[1.0], [2.0, 3.0]]), tf.InvalidArgument, ("Tensor.from_numpy", "rectangular")),
+        (lambda: tf.Tensor.scalar("abc"), tf.InvalidArgument, ("Tensor.scalar", "a real or complex number", "'abc'")),
+        (lambda: tf.Tensor.scalar(None), tf.InvalidArgument, ("Tensor.scalar", "None")),
+        (lambda: tf.Tensor.scalar(True), tf.InvalidArgument, ("Tensor.scalar", "True")),
+        (lambda: tf.Tensor.scalar(1 + 2j, np.float64), tf.DTypeMismatch, ("Tensor.scalar", "a real number", "(1+2j)")),
+        (lambda: tf.Tensor.scalar(1.0, np.int32), tf.DTypeMismatch, ("Tensor.scalar", "int32")),
+        (lambda: tf.Tensor.scalar(1.0, "not a dtype"), tf.DTypeMismatch, ("Tensor.scalar", "'not a dtype'")),
+        (lambda: tf.Tensor.from_vec_col_major([2**40, 2**40], [1.0]), tf.ShapeMismatch,
+         ("Tensor.from_vec_col_major", "1208925819614629174706176 elements", "got 1 elements")),
+        (lambda: tf.Tensor.from_vec_col_major([2**62, 4], np.ones(8)), tf.ShapeMismatch,
+         ("Tensor.from_vec_col_major", str(2**64), "got 8 elements")),
+        (lambda: tf.Tensor.from_vec_col_major([2], [[1.0], [2.0, 3.0]]), tf.InvalidArgument,
+         ("Tensor.from_vec_col_major", "rectangular")),
+    ],
+)
+def test_constructors_raise_library_errors(make, cls, fragments):
+    with pytest.raises(tf.TenferroError) as info:
+        make()
+    expect(info, cls, None, *fragments)
+
+
 def test_item_of_non_scalar():
     with pytest.raises(tf.ShapeMismatch) as info:
         T([1.0, 2.0]).item()
@@ -508,3 +535,87 @@ def test_runtime_needs_ad_context():
     with pytest.raises(tf.InvalidArgument) as info:
         tf.EagerRuntime.with_ad_context("default")
     expect(info, tf.InvalidArgument, ValueError, "EagerRuntime", "str")
+
+
+# --- sessions used after they end ------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_a_session_used_after_its_call_returned_raises_at_once(rt, width):
+    eng = tf.CpuEngine(tf.Pool.builder().threads(width).build())
+    x = rt.variable_from(T(np.eye(3)))
+    kept = []
+    rt.with_eager_session(eng, lambda s: kept.append(s))
+    stale = kept[0]
+    for call, op in ((lambda: stale.svd(x), "svd"), (lambda: stale.add(x, x), "add"),
+                     (lambda: stale.constant_from(T(1.0)), "constant_from"),
+                     (lambda: stale.variable_from(T(1.0)), "variable_from")):
+        with pytest.raises(ValueError) as info:
+            call()
+        expect(info, tf.SessionEnded, ValueError, op, "a session inside its with_eager_session call",
+               "one whose call has returned")
+    # Nothing was queued by the stale calls: a later session on the same engine runs clean.
+    y = rt.with_eager_session(eng, lambda s: s.reduce_sum(s.mul(x, x)))
+    assert y.item() == 3.0
+
+
+def test_a_session_ends_when_its_body_raises(rt, eng):
+    kept = []
+
+    def body(s):
+        kept.append(s)
+        raise KeyError("mine")
+
+    with pytest.raises(KeyError):
+        rt.with_eager_session(eng, body)
+    with pytest.raises(tf.SessionEnded):
+        kept[0].exp(rt.constant_from(T(1.0)))
+
+
+# --- a user primitive's kernel against its own declaration -----------------------------
+
+
+def _user_primitive(impl, cost=None):
+    rules = tf.RuleSet()
+    linear = dict(jvp=lambda s, t, p, o: (t[0],), vjp=lambda s, c, p, o, needs: (c[0],))
+    prim = rules.define("mine", lambda x: (x,), impl, cost=cost, **linear)
+    return prim, tf.EagerRuntime(tf.AdContext.builder().with_semantic_extension_rules(rules).build())
+
+
+@pytest.mark.parametrize("width", [1, 2])
+@pytest.mark.parametrize(
+    "impl, cls, fragments",
+    [
+        (lambda x: (np.ones(4),), tf.ShapeMismatch, ("mine", "kernel output 0 of shape [3]", "shape [4]")),
+        (lambda x: (np.ones((3, 1)),), tf.ShapeMismatch, ("mine", "shape [3, 1]")),
+        (lambda x: (x.astype(np.float32),), tf.DTypeMismatch, ("mine", "kernel output 0 of dtype float64", "float32")),
+        (lambda x: (x, x), tf.InvalidArgument, ("mine", "a tuple of 1 arrays", "tuple of 2")),
+        (lambda x: x, tf.InvalidArgument, ("mine", "a tuple of 1 arrays", "ndarray")),
+    ],
+)
+def test_user_kernel_outputs_are_checked_against_their_abstract_values(width, impl, cls, fragments):
+    for cost in (None, lambda *_: 1e12):  # run at once, and (on a wide engine) on a worker
+        prim, rt = _user_primitive(impl, cost)
+        eng = tf.CpuEngine(tf.Pool.builder().threads(width).build())
+        x = rt.variable_from(T(np.ones(3)))
+        with pytest.raises(tf.TenferroError) as info:
+            rt.with_eager_session(eng, lambda s: s.add(s.bind(prim, x)[0], x))
+        expect(info, cls, None, *fragments)
+
+
+def test_a_kernel_cannot_write_into_the_values_it_reads(eng):
+    """Kernel outputs and leaves are read-only: a user kernel that writes into its input fails
+    (NumPy's own error, raised in the user's code) instead of changing a value behind the tape."""
+
+    def in_place(x):
+        x += 1.0
+        return (x,)
+
+    prim, rt = _user_primitive(in_place)
+    x = rt.variable_from(T(np.ones(3)))
+    y = rt.with_eager_session(eng, lambda s: s.exp(x))
+    for operand in (x, y):
+        with pytest.raises(ValueError, match="read-only"):
+            rt.with_eager_session(eng, lambda s: s.bind(prim, operand))
+    np.testing.assert_array_equal(x.value().to_numpy(), np.ones(3))
+    np.testing.assert_array_equal(y.value().to_numpy(), np.exp(np.ones(3)))

@@ -218,3 +218,47 @@ def test_errors():
         staged.Program(ising_chain_source, [], log_trace, math.nan)
     with pytest.raises(tf.InvalidArgument, match=r"^staged.Program: expected callable source and readout"):
         staged.Program(None, [], log_trace)
+
+
+def _one_tensor_stage(s, x):
+    return s.scale_real(x, 0.5)
+
+
+def _three_value_stage(s, x):
+    return x, s.reduce_sum(x), x
+
+
+def _matrix_side_stage(s, x):
+    return x, x
+
+
+def _float_side_stage(s, x):
+    return x, 1.0
+
+
+@pytest.mark.parametrize(
+    "stage, expected, got",
+    [
+        (_one_tensor_stage, "fn(s, x) to return (x_next, side)", "one EagerTensor"),
+        (_three_value_stage, "fn(s, x) to return (x_next, side)", "3 values"),
+        (_matrix_side_stage, "side a scalar EagerTensor or None", "shape [2, 2]"),
+        (_float_side_stage, "side a scalar EagerTensor or None", "float"),
+    ],
+)
+@pytest.mark.parametrize("method", ["value", "value_and_grad", "value_and_jvp", "value_grad_and_curvature"])
+def test_a_stage_returning_the_wrong_thing_is_named(stage, expected, got, method):
+    program = staged.Program(ising_chain_source, [staged.Stage(square, 1.0), staged.Stage(stage, 1.0)], log_trace)
+    with pytest.raises(tf.InvalidArgument) as info:
+        getattr(program, method)(Tensor.from_numpy([0.7, 0.3]))
+    message = str(info.value)
+    assert message.startswith(f"staged.Program stage 1 ({stage.__name__}): expected {expected}")
+    assert message.endswith(f"got {got}")
+
+
+def test_a_source_or_readout_returning_the_wrong_thing_is_named():
+    bad_source = staged.Program(lambda s, theta: [theta], [staged.Stage(square, 1.0)], log_trace)
+    with pytest.raises(tf.InvalidArgument, match=r"^staged.Program source \(<lambda>\): expected an EagerTensor, got list"):
+        bad_source.value_and_grad(Tensor.from_numpy([0.7, 0.3]))
+    bad_readout = staged.Program(ising_chain_source, [staged.Stage(square, 1.0)], lambda s, x: x)
+    with pytest.raises(tf.InvalidArgument, match=r"^staged.Program readout \(<lambda>\): expected a scalar EagerTensor"):
+        bad_readout.value(Tensor.from_numpy([0.7, 0.3]))

@@ -72,6 +72,23 @@ def test_broadcast_in_dim_vjp_sums_expanded_axes(rt, eng, rng):
     np.testing.assert_allclose(g, w.sum(axis=(0, 1))[:, None], rtol=1e-14)
 
 
+@pytest.mark.parametrize(
+    "xshape,shape,dims",
+    [((5,), (5, 0), (0,)), ((5,), (0, 5), (1,)), ((5,), (5, 0, 3), (0,)), ((1, 3), (0, 3), (0, 1)),
+     ((2, 0), (2, 4, 0), (0, 2))],
+)
+def test_broadcast_to_an_empty_axis_differentiates_to_zeros(rt, eng, rng, xshape, shape, dims):
+    """Nothing of x reaches the output: the VJP is zeros of x's shape, the JVP an empty tensor."""
+    x = rt.variable_from(tf.Tensor(rng.standard_normal(xshape)))
+    y = rt.with_eager_session(eng, lambda s: s.broadcast_in_dim(x, shape, dims))
+    assert y.shape == shape
+    g = rt.vjp(eng, y, x, tf.Tensor(np.zeros(shape))).value().to_numpy()
+    np.testing.assert_array_equal(g, np.zeros(xshape))
+    total = rt.with_eager_session(eng, lambda s: s.reduce_sum(s.broadcast_in_dim(x, shape, dims)))
+    np.testing.assert_array_equal(rt.grad(eng, total, x).value().to_numpy(), np.zeros(xshape))
+    assert rt.jvp(eng, y, x, tf.Tensor(np.ones(xshape))).shape == shape
+
+
 # --- reduce_sum ---------------------------------------------------------------------
 
 REDUCTIONS = [

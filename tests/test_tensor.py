@@ -45,6 +45,55 @@ def test_scalar_tensor():
     assert tf.Tensor.scalar(1.5, np.float32).dtype == np.float32
 
 
+def test_scalar_of_a_complex_number():
+    z = tf.Tensor.scalar(1 + 2j)
+    assert z.dtype == np.complex128 and z.item() == 1 + 2j
+    assert tf.Tensor.scalar(np.complex64(1 - 1j)).dtype == np.complex128
+    assert tf.Tensor.scalar(1 + 2j, np.complex64).dtype == np.complex64
+    assert tf.Tensor.scalar(3, np.complex128).item() == 3 + 0j
+
+
+# --- Tensor: immutable, and never the caller's memory -------------------------------
+
+
+def _writes_to_the_source_change_nothing(make):
+    for source in (np.ones((2, 3)), np.ones((3, 2)).T, np.asfortranarray(np.ones((2, 3))), np.ones((2, 3))[:, ::1]):
+        t = make(source)
+        before = t.to_numpy()
+        source[0, 0] = 7.0  # the caller's array stays writable, and the tensor does not follow it
+        np.testing.assert_array_equal(t.to_numpy(), before)
+
+
+def test_tensor_holds_a_copy_of_the_callers_array():
+    _writes_to_the_source_change_nothing(tf.Tensor)
+    _writes_to_the_source_change_nothing(tf.Tensor.from_numpy)
+    _writes_to_the_source_change_nothing(lambda a: tf.Tensor.from_vec_col_major(list(a.shape), a.ravel(order="F")))
+
+
+def test_values_and_gradients_do_not_follow_the_callers_array(rt, eng):
+    a = np.arange(4.0).reshape(2, 2)
+    x = rt.variable_from(tf.Tensor(a))
+    y = rt.with_eager_session(eng, lambda s: s.reduce_sum(s.mul(x, x)))
+    g = rt.grad(eng, y, x)
+    y.backward()
+    a[:] = -1.0
+    np.testing.assert_array_equal(x.value().to_numpy(), np.arange(4.0).reshape(2, 2))
+    np.testing.assert_array_equal(g.value().to_numpy(), 2 * np.arange(4.0).reshape(2, 2))
+    np.testing.assert_array_equal(x.grad().to_numpy(), 2 * np.arange(4.0).reshape(2, 2))
+    assert y.item() == 14.0
+
+
+def test_tensor_data_cannot_be_written_through_what_it_hands_out(rt, eng):
+    t = tf.Tensor(np.ones(3))
+    with pytest.raises(ValueError):
+        t.as_slice()[0] = 5.0
+    with pytest.raises(ValueError):
+        np.asarray(rt.constant_from(t).value().as_slice())[0] = 5.0
+    writable = t.to_numpy()
+    writable[0] = 5.0  # a copy
+    assert t.as_slice()[0] == 1.0
+
+
 def test_empty_shape_dimension():
     t = tf.Tensor.from_vec_col_major([0, 3], [])
     assert t.shape == (0, 3) and t.size == 0

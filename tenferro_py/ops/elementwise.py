@@ -316,7 +316,7 @@ sign = RULES.define(
 
 def _nonzero(s, y):
     """|z| + tiny: the same numbers, but z/(|z| + tiny) is 0 at z = 0 (sign(0) = 0)."""
-    return s.add(y, s.constant_from(Tensor(np.full(y.shape, np.finfo(y.dtype).tiny, y.dtype))))
+    return s.add(y, s.constant_from(Tensor.adopt(np.full(y.shape, np.finfo(y.dtype).tiny, y.dtype))))
 
 
 def _abs_jvp(s, tangents, primals, outputs):

@@ -73,7 +73,7 @@ def _broadcast_impl(x, shape, dims):
 def _broadcast_vjp(s, cotangents, primals, outputs, needs, shape, dims):
     (ct,), (x,) = cotangents, primals
     kept = {d: x.shape[i] for i, d in enumerate(dims)}
-    summed = [a for a in range(len(shape)) if kept.get(a, 0) != shape[a]]
+    summed = [a for a in range(len(shape)) if a not in kept or kept[a] != shape[a]]  # new axes, and size 1 → n
     g = s.reduce_sum(ct, summed) if summed else ct
     order = sorted(range(len(dims)), key=lambda i: dims[i])
     g = s.reshape(g, [x.shape[i] for i in order])

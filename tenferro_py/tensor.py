@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable, NamedTuple, Sequence, TypeGuard
+from typing import Iterable, Literal, NamedTuple, Sequence, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -45,7 +45,7 @@ def check_shape(op: str, shape: Iterable[int]) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
-def host_copy(op: str, data: object, order: str = "K") -> np.ndarray:
+def host_copy(op: str, data: object, order: Literal["K", "F"] = "K") -> np.ndarray:
     """A new array holding ``data`` (an array, nested sequences or a number) in a supported dtype:
     ints and bools become float64; anything else, or ragged data, is an error naming ``op``."""
     try:

@@ -1,8 +1,8 @@
 """Elementwise ops on tensors of one shape and dtype, each with its rules.
 
-Complex numbers follow JAX's convention: the JVP of y = f(z) is f'(z)·dz and the
-VJP is ȳ·conj(f'(z)) (the transpose under the real inner product Re Σ conj(a)·b),
-so the gradient of a real loss is ∂L/∂Re z + i ∂L/∂Im z. A unary op's derivative
+Complex numbers: the JVP of a holomorphic y = f(z) is f'(z)·dz and the VJP ȳ·conj(f'(z)), the
+adjoint under the real inner product Re Σ conj(a)·b (PyTorch's convention; JAX's VJP is its
+conjugate), so the gradient of a real loss is ∂L/∂Re z + i ∂L/∂Im z. A unary op's derivative
 is multiplication by f'(x); one function ``deriv(s, t, x, y) = f'(x)·t`` gives
 its JVP, and conj(deriv(conj(ȳ))) its VJP (just deriv(ȳ) for real dtypes).
 

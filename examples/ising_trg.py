@@ -13,12 +13,18 @@ straddles a jump of truncated TRG's lnZ/N(β), a warning says so.
 
 Usage: python examples/ising_trg.py [--compare] [--c=both|diff|ad] [chi=16] [steps=20] [width=1] [h=1e-5] [beta ...]
 (--compare: then print the errors against Onsager and SPEC's reference table;
- --c: c by central difference of the gradient, by AD, or both (default))
+ --c: c by central difference of the gradient, by AD, or both (default);
+ numbers in plain decimal notation (1e-5, 0.44; not 1_000, inf or nan);
+ each beta, and with c by difference each beta - h and beta + h, in [1e-14, 8]: outside,
+ double precision no longer resolves the first step's singular values and u and c come
+ out NaN (from beta ~ 178 on the SVD fails), and nothing is lost there: below 1e-14,
+ lnZ/N = ln 2 and u = -2 beta to every digit, above 8, u = -2 and c = 0)
 """
 
 from __future__ import annotations
 
 import math
+import re
 import struct
 import sys
 import time
@@ -31,6 +37,14 @@ from tenferro_py import (
 )
 
 DEFAULT_BETAS = (0.3, 0.4, 0.44, 0.5, 0.6)
+BETA_RANGE = (1e-14, 8.0)
+"""The βs the command lines accept (lnZ/N, u and c are finite there). Outside, double precision no longer
+resolves the first step's spectrum: its second singular value, ~2β of the first, rounds to 0 below
+β ≈ 5e-17, and its two largest, 2^-1/2 each, split by ~e^(−4β), merge from β ≈ 9.18 on; u and c come
+out NaN (from β ≈ 178 on, T₀'s squared entries, ~e^(4β), overflow in its norm and the SVD refuses it).
+Measured on grids over [1e-17, 10] at 11 settings from χ = 1, 1 step to χ = 32, 8 steps and χ = 4,
+30 steps (c by AD; by difference at χ = 4 and 16): the bounds keep a factor ~100 from both edges (in
+2β and in e^(−4β)). χ = 2 over many steps is not finite even inside, at high temperature."""
 STRUCTURAL_RANKS = (2, 4, 4)  # ranks of the first three steps' matrices; beyond them s = 0 exactly
 USAGE = (
     "usage: python examples/ising_trg.py [--compare] [--c=both|diff|ad] [chi=16] [steps=20] [width=1] [h=1e-5] "
@@ -275,14 +289,36 @@ class UsageError(Exception):
     """A bad command-line argument; its message names the argument and what is allowed."""
 
 
+PLAIN_NUMBERS = {
+    int: re.compile(r"[+-]?[0-9]+"),
+    float: re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"),
+}
+
+
+def plain_number(text: str, kind: type) -> int | float:
+    """The int or float that text spells in plain decimal notation, else ValueError.
+
+    Python's int() and float() also take 1_000 (as 1000), spaces, non-ASCII digits and, for
+    float, inf and nan: a command line means none of them.
+    """
+    if not PLAIN_NUMBERS[kind].fullmatch(text):
+        raise ValueError(f"not a plain decimal {kind.__name__}: {text!r}")
+    return kind(text)
+
+
 def number_argument(name: str, text: str, kind: type, allowed: str, ok) -> float:
     try:
-        value = kind(text)
+        value = plain_number(text, kind)
     except ValueError:
         raise UsageError(f"{name} must be {allowed}, got {text!r}") from None
     if not ok(value):
         raise UsageError(f"{name} must be {allowed}, got {text!r}")
     return value
+
+
+def in_beta_range(beta: float) -> bool:
+    """Whether β is in BETA_RANGE, where lnZ/N, u and c are finite."""
+    return BETA_RANGE[0] <= beta <= BETA_RANGE[1]
 
 
 C_MODES = ("both", "diff", "ad")
@@ -309,10 +345,14 @@ def parse_args(argv: Sequence[str]) -> dict:
              ("h", 1e-5, float, *positive_float)]
     for (name, default, kind, allowed, ok), text in zip(names, args + [None] * len(names)):
         out[name] = default if text is None else number_argument(name, text, kind, allowed, ok)
-    out["betas"] = [number_argument("beta", a, float, *positive_float) for a in args[len(names):]] or list(DEFAULT_BETAS)
-    if out["c"] != "ad" and out["h"] >= min(out["betas"]):
-        raise UsageError(f"h must be smaller than every beta (c by difference takes beta - h > 0), "
-                         f"got h={out['h']!r} for beta={min(out['betas'])!r}")
+    beta_allowed = f"a number in [{BETA_RANGE[0]:g}, {BETA_RANGE[1]:g}] (outside, u and c are not finite; see --help)"
+    betas = [number_argument("beta", a, float, beta_allowed, in_beta_range) for a in args[len(names):]]
+    out["betas"] = betas or list(DEFAULT_BETAS)
+    if out["c"] != "ad":
+        for beta in (min(out["betas"]), max(out["betas"])):
+            if not (in_beta_range(beta - out["h"]) and in_beta_range(beta + out["h"])):
+                raise UsageError(f"h must keep beta - h and beta + h in [{BETA_RANGE[0]:g}, {BETA_RANGE[1]:g}] "
+                                 f"(c by difference evaluates there), got h={out['h']!r} for beta={beta!r}")
     return out
 
 

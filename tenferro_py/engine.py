@@ -193,27 +193,28 @@ def resolve(value: "np.ndarray | Pending") -> np.ndarray:
 
 
 def _call(prim: Kernel, args: Sequence[Any], params: dict, avals: tuple) -> tuple[np.ndarray, ...]:
-    """Run a kernel on computed inputs; its outputs as read-only arrays (NumPy scalars become 0-d
-    arrays), checked against the shapes and dtypes ``abstract`` declared (``avals``), so that a
-    user kernel that disagrees with its own declaration fails here, naming the op.
+    """Run a kernel on computed inputs; its outputs as read-only arrays, checked against the shapes
+    and dtypes ``abstract`` declared (``avals``), so that a user kernel that disagrees with its
+    own declaration fails here, naming the op.
 
     Kernels never write to their inputs, so outputs are shared without copies.
     """
     out = prim.impl(*args, **params)
+    if type(out) is tuple and len(out) == 1 == len(avals):  # the common case, checked inline
+        v, a = out[0], avals[0]
+        if type(v) is np.ndarray and v.shape == a.shape and v.dtype == a.dtype:
+            v.setflags(write=False)
+            return out
+    return _checked(prim.name, out, avals)
+
+
+def _checked(op: str, out: object, avals: tuple) -> tuple[np.ndarray, ...]:
+    """A kernel's outputs as read-only arrays (NumPy scalars become 0-d arrays) of their declared
+    shapes and dtypes, or an error naming ``op``."""
     if type(out) is not tuple or len(out) != len(avals):
-        raise InvalidArgument(prim.name, f"its kernel to return a tuple of {len(avals)} arrays",
+        raise InvalidArgument(op, f"its kernel to return a tuple of {len(avals)} arrays",
                               f"{type(out).__name__}" + (f" of {len(out)}" if isinstance(out, tuple) else ""))
-    for v, a in zip(out, avals):
-        if type(v) is not np.ndarray or v.shape != a.shape or v.dtype != a.dtype:
-            return _converted(prim.name, out, avals)
-        v.setflags(write=False)
-    return out
-
-
-def _converted(op: str, out: tuple, avals: tuple) -> tuple[np.ndarray, ...]:
-    """Outputs of which some are not arrays of their declared shape and dtype: NumPy scalars
-    become 0-d arrays; any other mismatch is an error naming ``op``."""
-    values = tuple([np.asarray(v) for v in out])
+    values = tuple([v if type(v) is np.ndarray else np.asarray(v) for v in out])
     for i, (v, a) in enumerate(zip(values, avals)):
         if v.shape != a.shape:
             raise ShapeMismatch(op, f"kernel output {i} of shape {list(a.shape)} (as its abstract declares)",

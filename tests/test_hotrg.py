@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import tenferro_py as tf
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
@@ -108,14 +110,29 @@ def test_cli_output():
 @pytest.mark.parametrize(
     "args, message",
     [(["0"], "chi must be an integer >= 1, got '0'"), (["16", "x"], "steps must be an integer >= 1, got 'x'"),
-     (["4", "4", "-1"], "beta must be a finite number > 0, got '-1'"),
-     (["4", "4", "nan"], "beta must be a finite number > 0, got 'nan'"), (["--chi", "4"], "unknown option '--chi'")],
+     (["4", "4", "-1"], "beta must be a number in [1e-14, 150] (outside, u and c are not finite; see --help), got '-1'"),
+     (["4", "4", "nan"], "beta must be a number in [1e-14, 150]"), (["4", "4", "360"], "got '360'"),
+     (["4", "4", "1e-300"], "got '1e-300'"), (["4", "4", "1_000"], "got '1_000'"),
+     (["--chi", "4"], "unknown option '--chi'")],
 )
 def test_cli_rejects_bad_arguments(args, message):
     done = run_cli(*args)
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and message in done.stderr and done.stderr.startswith("hotrg_ising.py: ")
+
+
+@pytest.mark.parametrize("failure", ["nan", "linalg"])
+def test_cli_names_a_beta_without_a_finite_result_in_one_line(monkeypatch, capsys, failure):
+    def thermodynamics(beta, ks):
+        if failure == "linalg":
+            raise tf.LinalgError("eigh", "a matrix of finite entries", "inf or NaN entries")
+        return hotrg_ising.Thermo(0.7, float("nan"), 0.1)
+
+    monkeypatch.setattr(hotrg_ising, "thermodynamics", thermodynamics)
+    assert hotrg_ising.main(["4", "4", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("hotrg_ising.py: beta=0.5: ")
 
 
 def test_cli_help():

@@ -113,6 +113,10 @@ def main(argv: Sequence[str]) -> int:
         except OSError as err:
             print(f"compare.py: cannot read {path!r}: {err.strerror}", file=sys.stderr)
             return 2
+        except UnicodeDecodeError as err:
+            print(f"compare.py: {path!r} is not a run's output (bytes that are not UTF-8 at offset {err.start})",
+                  file=sys.stderr)
+            return 2
         if not parsed[-1][0]:
             print(f"compare.py: no 'beta=...' lines in {path!r}", file=sys.stderr)
             return 2

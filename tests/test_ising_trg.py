@@ -130,6 +130,13 @@ def test_cli_output_format_and_compare(tmp_path):
     )
     assert cmp.returncode == 0, cmp.stderr
     assert "bit-for-bit equal 8 of 8" in cmp.stdout  # lnZ/N, u, c, c_ad at two βs
+    # A file that is no run's output: one line, status 2.
+    damaged = tmp_path / "damaged.txt"
+    damaged.write_bytes(b"\xff\xfe not text")
+    for path in (damaged, tmp_path / "missing.txt"):
+        bad = subprocess.run([sys.executable, str(EXAMPLES / "compare.py"), str(path)], capture_output=True, text=True)
+        assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
+        assert bad.stderr.startswith("compare.py: ") and "Traceback" not in bad.stderr
 
 
 @pytest.mark.parametrize(

@@ -219,6 +219,19 @@ def pairwise_steps(
     return tuple(steps)
 
 
+def contract(s, operands: list, subscripts: object):
+    """The einsum of ``operands`` (a session's tensors) in session ``s``: one primitive for one or two
+    operands, else the pairwise contractions of opt_einsum's path, one primitive each."""
+    inputs, output = parse(subscripts, [x.shape for x in operands])
+    xs = list(operands)
+    if len(xs) <= 2:
+        return s.bind(einsum_p, *xs, inputs=inputs, output=output)[0]
+    for positions, ins, out in pairwise_steps(inputs, output, tuple(x.shape for x in xs)):
+        picked = [xs.pop(p) for p in positions]
+        xs.append(s.bind(einsum_p, *picked, inputs=ins, output=out)[0])
+    return xs[0]
+
+
 def _abstract(*avals: Aval, inputs, output) -> tuple[Aval]:
     dtypes = {a.dtype for a in avals}
     if len(dtypes) > 1:

@@ -174,14 +174,7 @@ class OpSet:
         """Einstein summation, e.g. ``einsum([a, b], "ij,jk->ik")``; ``"xyxy->"`` is a trace."""
         if not isinstance(operands, (list, tuple)) or not operands:
             raise InvalidArgument("einsum", "a non-empty list of operands", repr(operands))
-        xs = [self._operand("einsum", x) for x in operands]
-        inputs, output = _einsum.parse(subscripts, [x.shape for x in xs])
-        if len(xs) <= 2:
-            return self.bind(_einsum.einsum_p, *xs, inputs=inputs, output=output)[0]
-        for positions, ins, out in _einsum.pairwise_steps(inputs, output, tuple(x.shape for x in xs)):
-            picked = [xs.pop(p) for p in positions]
-            xs.append(self.bind(_einsum.einsum_p, *picked, inputs=ins, output=out)[0])
-        return xs[0]
+        return _einsum.contract(self, [self._operand("einsum", x) for x in operands], subscripts)
 
 
 

@@ -46,6 +46,10 @@ class Unsupported(TenferroError, NotImplementedError):
     """A transform met a primitive with no AD rule in the runtime's context."""
 
 
+class NoSuchOp(TenferroError, AttributeError):
+    """A session attribute that is no op of the session."""
+
+
 class SessionEnded(TenferroError, ValueError):
     """An op on a session whose ``with_eager_session`` call has returned."""
 

@@ -16,19 +16,21 @@ session. One formula is the fast first-order path and, differentiated, every hig
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from . import einsum as _einsum
-from .errors import InvalidArgument, Unsupported
+from .errors import InvalidArgument, NoSuchOp, Unsupported
 from .ops import elementwise as _ew
+from .ops import reductions as _red
 from .ops import structural as _st
 from .ops.structural import SliceConfig
 from .rules import Primitive
 from .structure import Structured, dense, flatten, unflatten
-from .tensor import Tensor, check_shape
+from .tensor import Tensor, check_shape, is_integer, is_real_number
 
 EagerTensor = Any  # an op's value: an EagerTensor in an eager session, an array in a KernelSession
 
@@ -40,6 +42,15 @@ class OpSet:
 
     def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
         raise NotImplementedError
+
+    def __getattr__(self, name: str) -> Any:
+        """Only reached for a name that is no attribute: an op this library does not have."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        ops = [n for n in dir(type(self)) if not n.startswith("_")]
+        close = difflib.get_close_matches(name, ops, n=3)
+        hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+        raise NoSuchOp(name, "an op of the session (README, 'Ops of a session')", f"no op {name!r}{hint}")
 
     def _operand(self, op: str, x: object) -> Any:
         raise NotImplementedError
@@ -113,6 +124,82 @@ class OpSet:
         """alpha · x for a real number alpha."""
         return self.bind(_ew.scale_real, x, alpha=_ew.check_real_scalar("scale_real", alpha))[0]
 
+    def square(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.square, x)[0]
+
+    def sin(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.sin, x)[0]
+
+    def cos(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.cos, x)[0]
+
+    def tan(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.tan, x)[0]
+
+    def sinh(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.sinh, x)[0]
+
+    def cosh(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.cosh, x)[0]
+
+    def tanh(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.tanh, x)[0]
+
+    def arcsin(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.arcsin, x)[0]
+
+    def arccos(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.arccos, x)[0]
+
+    def arctan(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.arctan, x)[0]
+
+    def log1p(self, x: EagerTensor) -> EagerTensor:
+        """log(1 + x), accurate for small x."""
+        return self.bind(_ew.log1p, x)[0]
+
+    def expm1(self, x: EagerTensor) -> EagerTensor:
+        """exp(x) − 1, accurate for small x."""
+        return self.bind(_ew.expm1, x)[0]
+
+    def integer_pow(self, x: EagerTensor, n: int) -> EagerTensor:
+        """x**n for an int n (any x; n < 0 as 1/x**|n|)."""
+        if not is_integer(n):
+            raise InvalidArgument("integer_pow", "an int exponent", repr(n))
+        return self.bind(_ew.integer_pow, x, exponent=int(n))[0]
+
+    def real_pow(self, x: EagerTensor, p: float) -> EagerTensor:
+        """x**p for a real number p (NaN for negative real x and a non-integer p, as NumPy)."""
+        return self.bind(_ew.real_pow, x, exponent=_ew.check_real_scalar("real_pow", p))[0]
+
+    def pow(self, x: EagerTensor, y: EagerTensor) -> EagerTensor:
+        """x**y elementwise for two tensors of one shape and dtype."""
+        return self.bind(_ew.pow_, x, y)[0]
+
+    def power(self, x: EagerTensor, y: "EagerTensor | float | complex") -> EagerTensor:
+        """x**y, as NumPy's power: y an int (:meth:`integer_pow`), a real number (:meth:`real_pow`), a
+        complex number, or a tensor of x's shape and dtype (:meth:`pow`)."""
+        if is_integer(y):
+            return self.integer_pow(x, y)
+        if is_real_number(y):
+            return self.real_pow(x, y)
+        if isinstance(y, (complex, np.complexfloating)):
+            x = self._operand("power", x)
+            return self.pow(x, self.constant_from(Tensor.adopt(np.full(x.shape, y, dtype=x.dtype))))
+        return self.pow(x, y)
+
+    def maximum(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        """Elementwise max of two real tensors; at a tie each gets half the derivative (as JAX)."""
+        return self.bind(_ew.maximum, a, b)[0]
+
+    def minimum(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        """Elementwise min of two real tensors; at a tie each gets half the derivative (as JAX)."""
+        return self.bind(_ew.minimum, a, b)[0]
+
+    def where(self, cond: EagerTensor, x: EagerTensor, y: EagerTensor) -> EagerTensor:
+        """x where ``cond`` is nonzero, else y (cond of their shape, any dtype; a constant for AD)."""
+        return self.bind(_ew.select, cond, x, y)[0]
+
     # --- shape ops ---------------------------------------------------------------------
 
     def broadcast_in_dim(self, x: EagerTensor, shape: Sequence[int], dims: Sequence[int]) -> EagerTensor:
@@ -129,6 +216,35 @@ class OpSet:
         x = self._operand("reduce_sum", x)
         axes = tuple(range(x.ndim)) if axes is None else _st.check_axes("reduce_sum", "axes", axes, x.ndim)
         return self.bind(_st.reduce_sum, x, axes=axes)[0]
+
+    def _reduce(self, prim: Any, op: str, x: EagerTensor, axes: Sequence[int] | None) -> EagerTensor:
+        x = self._operand(op, x)
+        axes = tuple(range(x.ndim)) if axes is None else _st.check_axes(op, "axes", axes, x.ndim)
+        return self.bind(prim, x, axes=axes)[0]
+
+    def reduce_max(self, x: EagerTensor, axes: Sequence[int] | None = None) -> EagerTensor:
+        """Max over ``axes`` (all when None) of a real tensor; ties share the derivative equally."""
+        return self._reduce(_red.reduce_max, "reduce_max", x, axes)
+
+    def reduce_min(self, x: EagerTensor, axes: Sequence[int] | None = None) -> EagerTensor:
+        """Min over ``axes`` (all when None) of a real tensor; ties share the derivative equally."""
+        return self._reduce(_red.reduce_min, "reduce_min", x, axes)
+
+    def reduce_prod(self, x: EagerTensor, axes: Sequence[int] | None = None) -> EagerTensor:
+        """Product over ``axes`` (all when None); 1 over an empty axis."""
+        return self._reduce(_red.reduce_prod, "reduce_prod", x, axes)
+
+    def mean(self, x: EagerTensor, axes: Sequence[int] | None = None) -> EagerTensor:
+        """Mean over ``axes`` (all when None): the sum over the number of entries summed."""
+        x = self._operand("mean", x)
+        axes = tuple(range(x.ndim)) if axes is None else _st.check_axes("mean", "axes", axes, x.ndim)
+        count = 1
+        for a in axes:
+            count *= x.shape[a]
+        if count == 0:
+            raise InvalidArgument("mean", "axes of size >= 1 (an empty mean has no value)",
+                                  f"axes {list(axes)} of shape {list(x.shape)}")
+        return self.scale_real(self.reduce_sum(x, axes), 1.0 / count)
 
     def transpose(self, x: EagerTensor, perm: Sequence[int]) -> EagerTensor:
         """Output axis i is input axis perm[i]."""

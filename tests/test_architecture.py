@@ -20,6 +20,7 @@ LAYERS = [
     ["tensor", "engine", "rules"],
     ["tape", "ops.structural"],
     ["ops.elementwise"],
+    ["ops.reductions"],
     ["ops"],
     ["einsum"],
     ["opset"],

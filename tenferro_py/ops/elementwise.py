@@ -181,11 +181,195 @@ div = RULES.define("div", matching_avals("div"), lambda a, b: (np.divide(a, b),)
 
 # --- unary ----------------------------------------------------------------
 
+
+def full_like(s, x, value):
+    """A constant of x's shape and dtype filled with ``value``: one number, broadcast."""
+    return s.broadcast_in_dim(s.constant_from(Tensor.adopt(np.array(value, dtype=x.dtype))), x.shape, ())
+
+
+def one_plus(s, x):
+    return s.add(full_like(s, x, 1), x)
+
+
+def one_minus(s, x):
+    return s.sub(full_like(s, x, 1), x)
+
+
 neg = unary("neg", np.negative, lambda s, t, x, y: s.neg(t),
             structured=on_blocks(lambda s, x: s.neg(x), lambda s, x: Product(s.neg(x.left), x.right)))
 exp = unary("exp", np.exp, lambda s, t, x, y: s.mul(t, y))
 log = unary("log", np.log, lambda s, t, x, y: s.div(t, x))
 sqrt = unary("sqrt", np.sqrt, lambda s, t, x, y: s.scale_real(s.div(t, y), 0.5))
+square = unary("square", np.square, lambda s, t, x, y: s.mul(t, s.scale_real(x, 2.0)))
+sin = unary("sin", np.sin, lambda s, t, x, y: s.mul(t, s.cos(x)))
+cos = unary("cos", np.cos, lambda s, t, x, y: s.neg(s.mul(t, s.sin(x))))
+tan = unary("tan", np.tan, lambda s, t, x, y: s.mul(t, one_plus(s, s.square(y))))  # 1 + tan²
+sinh = unary("sinh", np.sinh, lambda s, t, x, y: s.mul(t, s.cosh(x)))
+cosh = unary("cosh", np.cosh, lambda s, t, x, y: s.mul(t, s.sinh(x)))
+tanh = unary("tanh", np.tanh, lambda s, t, x, y: s.mul(t, one_minus(s, s.square(y))))  # 1 − tanh²
+arcsin = unary("arcsin", np.arcsin, lambda s, t, x, y: s.div(t, s.sqrt(one_minus(s, s.square(x)))))
+arccos = unary("arccos", np.arccos, lambda s, t, x, y: s.neg(s.div(t, s.sqrt(one_minus(s, s.square(x))))))
+arctan = unary("arctan", np.arctan, lambda s, t, x, y: s.div(t, one_plus(s, s.square(x))))
+log1p = unary("log1p", np.log1p, lambda s, t, x, y: s.div(t, one_plus(s, x)))
+expm1 = unary("expm1", np.expm1, lambda s, t, x, y: s.mul(t, one_plus(s, y)))
+
+
+# --- powers ---------------------------------------------------------------
+# x**n for an integer n and x**p for a real p are unary (the exponent a parameter); x**y of two
+# tensors is binary. Each derivative is n·x**(n−1) (p·x**(p−1)) written with the op itself, so
+# every order follows; at x = 0 they are what NumPy's power gives (x**0 = 1, so 0·x**−1 is
+# never formed: an exponent of 0 has a zero derivative).
+
+
+def _integer_pow_deriv(s, t, x, y, n):
+    if n == 0:
+        return None
+    return s.mul(t, s.scale_real(s.integer_pow(x, n - 1), n))
+
+
+def _real_pow_deriv(s, t, x, y, p):
+    if p == 0:
+        return None
+    return s.mul(t, s.scale_real(s.real_pow(x, p - 1.0), p))
+
+
+def _power_by_exponent(name, impl, deriv):
+    """x**e for a number e (the parameter ``exponent``): f'(x)·t, conjugated for the VJP."""
+
+    def jvp(s, tangents, primals, outputs, exponent):
+        return (deriv(s, tangents[0], primals[0], outputs[0], exponent),)
+
+    def vjp(s, cotangents, primals, outputs, needs, exponent):
+        return (cj(s, deriv(s, cj(s, cotangents[0]), primals[0], outputs[0], exponent)),)
+
+    return RULES.define(name, lambda x, exponent: (x,), lambda x, exponent: (impl(x, exponent),), jvp, vjp,
+                        structured_rules=True)
+
+
+integer_pow = _power_by_exponent("integer_pow", np.power, _integer_pow_deriv)
+real_pow = _power_by_exponent("real_pow", lambda x, p: np.power(x, x.dtype.type(p)), _real_pow_deriv)
+
+# 1 where x = 0, else 0 (of x's real dtype): a constant for AD, for rules that treat zeros apart.
+zero_mask = RULES.define(
+    "zero_mask",
+    lambda x: (Aval(x.shape, real_dtype(x.dtype)),),
+    lambda x: (np.equal(x, 0).astype(real_dtype(x.dtype)),),
+    jvp=lambda s, t, p, o: (None,),
+    vjp=lambda s, c, p, o, needs: (None,),
+    structured_rules=True,
+)
+
+
+def _pow_factors(s, x, y, z):
+    """(∂z/∂x, ∂z/∂y) of z = x**y: y·x**(y−1), read as 0 where y = 0 (x**0 = 1 at every x), and
+    log(x)·z, with log(x) read as 0 where x = 0 (z is 0 or 1 there, as NumPy's power gives)."""
+    one = full_like(s, y, 1)
+    by_x = s.mul(y, s.pow(x, s.where(s.bind(zero_mask, y)[0], one, s.sub(y, one))))  # y = 0: 0·x, not 0·x**−1
+    by_y = s.mul(s.log(s.where(s.bind(zero_mask, x)[0], full_like(s, x, 1), x)), z)
+    return by_x, by_y
+
+
+def _pow_jvp(s, tangents, primals, outputs):
+    (dx, dy), (x, y), (z,) = tangents, primals, outputs
+    by_x, by_y = _pow_factors(s, x, y, z)
+    return (s.accumulate(None if dx is None else s.mul(dx, by_x), None if dy is None else s.mul(dy, by_y)),)
+
+
+def _pow_vjp(s, cotangents, primals, outputs, needs):
+    (ct,), (x, y), (z,) = cotangents, primals, outputs
+    by_x, by_y = _pow_factors(s, x, y, z)
+    return (s.mul(ct, cj(s, by_x)) if needs[0] else None, s.mul(ct, cj(s, by_y)) if needs[1] else None)
+
+
+pow_ = RULES.define("pow", matching_avals("pow"), lambda x, y: (np.power(x, y),), _pow_jvp, _pow_vjp,
+                    structured_rules=True)
+
+
+# --- maximum, minimum, where ---------------------------------------------------
+
+
+def _real_operands(op: str):
+    """Shape rule of maximum and minimum: equal shapes and dtypes, real (NumPy orders complex
+    numbers lexicographically, which has no derivative)."""
+    matching = matching_avals(op)
+
+    def abstract(a: Aval, b: Aval) -> tuple[Aval]:
+        matching(a, b)
+        if a.dtype.kind == "c":
+            raise DTypeMismatch(op, "real operands (float64 or float32)", str(a.dtype))
+        return (a,)
+
+    return abstract
+
+
+# The share of a's tangent in maximum(a, b): 1 where a > b, ½ where a = b (JAX's convention: a
+# tie splits the derivative), 0 where a < b. A constant for AD, as sign is.
+max_share = RULES.define(
+    "max_share",
+    _real_operands("max_share"),
+    lambda a, b: ((np.greater(a, b) + 0.5 * np.equal(a, b)).astype(a.dtype),),
+    jvp=lambda s, t, p, o: (None,),
+    vjp=lambda s, c, p, o, needs: (None, None),
+    structured_rules=True,
+)
+
+
+def _extremum_jvp(shares):
+    def jvp(s, tangents, primals, outputs):
+        (da, db), (a, b) = tangents, primals
+        w = shares(s, a, b)
+        return (s.accumulate(None if da is None else s.mul(da, w), None if db is None else s.mul(db, one_minus(s, w))),)
+
+    return jvp
+
+
+def _extremum_vjp(shares):
+    def vjp(s, cotangents, primals, outputs, needs):
+        (ct,), (a, b) = cotangents, primals
+        w = shares(s, a, b)
+        return (s.mul(ct, w) if needs[0] else None, s.mul(ct, one_minus(s, w)) if needs[1] else None)
+
+    return vjp
+
+
+def _max_shares(s, a, b):
+    return s.bind(max_share, a, b)[0]
+
+
+def _min_shares(s, a, b):
+    return s.bind(max_share, b, a)[0]
+
+
+maximum = RULES.define("maximum", _real_operands("maximum"), lambda a, b: (np.maximum(a, b),),
+                       _extremum_jvp(_max_shares), _extremum_vjp(_max_shares), structured_rules=True)
+minimum = RULES.define("minimum", _real_operands("minimum"), lambda a, b: (np.minimum(a, b),),
+                       _extremum_jvp(_min_shares), _extremum_vjp(_min_shares), structured_rules=True)
+
+
+def _select_abstract(cond: Aval, x: Aval, y: Aval) -> tuple[Aval]:
+    matching_avals("where")(x, y)
+    if cond.shape != x.shape:
+        raise ShapeMismatch("where", f"a condition of the operands' shape {list(x.shape)}", f"{list(cond.shape)}")
+    return (x,)
+
+
+def _select_jvp(s, tangents, primals, outputs):
+    (_, dx, dy), (cond, x, y) = tangents, primals
+    if dx is None and dy is None:
+        return (None,)
+    return (s.where(cond, dx if dx is not None else s.zeros(x.shape, x.dtype),
+                    dy if dy is not None else s.zeros(y.shape, y.dtype)),)
+
+
+def _select_vjp(s, cotangents, primals, outputs, needs):
+    (ct,), (cond, x, _) = cotangents, primals
+    zero = s.zeros(x.shape, x.dtype)
+    return (None, s.where(cond, ct, zero) if needs[1] else None, s.where(cond, zero, ct) if needs[2] else None)
+
+
+# where(cond, x, y): x where cond is nonzero, else y. The condition is a constant for AD.
+select = RULES.define("where", _select_abstract, lambda c, x, y: (np.where(c != 0, x, y),), _select_jvp, _select_vjp,
+                      structured_rules=True)
 
 
 def check_real_scalar(op: str, alpha: object) -> float:

@@ -1,0 +1,154 @@
+"""Reductions beyond the sum: max, min and prod over axes, each with its rules.
+
+max and min follow JAX's convention where the extremum is attained more than once: the
+derivative is shared equally among the tied entries (a constant share, as sign is). prod's
+derivative is written as the product of all other entries, built from exclusive prefix and
+suffix products (log-depth scans of elementwise products), so it is exact where entries are
+zero and differentiates again to any order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import DTypeMismatch, InvalidArgument
+from ..rules import RuleSet
+from ..tensor import Aval
+from .elementwise import cj, full_like
+from .structural import SliceConfig
+
+RULES = RuleSet()
+
+
+def _reduced_aval(op: str, real_only: bool):
+    """Shape rule of a reduction; max and min (``real_only``) have no value over an empty axis."""
+
+    def abstract(x: Aval, axes) -> tuple[Aval]:
+        if real_only and x.dtype.kind == "c":
+            raise DTypeMismatch(op, "a real tensor (float64 or float32)", str(x.dtype))
+        if real_only and any(x.shape[a] == 0 for a in axes):
+            raise InvalidArgument(op, "axes of size >= 1 (an empty reduction has no value)",
+                                  f"axes {list(axes)} of shape {list(x.shape)}")
+        return (Aval(tuple(n for a, n in enumerate(x.shape) if a not in axes), x.dtype),)
+
+    return abstract
+
+
+def _kept_axes(x, axes):
+    return [a for a in range(x.ndim) if a not in axes]
+
+
+# --- max, min ---------------------------------------------------------------------------
+
+
+def _tie_shares(chooser):
+    """The shares of x's entries in chooser(x) over ``axes``: 1/(number of ties) where an entry
+    attains the extremum, else 0. A constant for AD."""
+
+    def impl(x, axes):
+        best = chooser(x, axis=axes, keepdims=True)
+        hits = np.equal(x, best)
+        return ((hits / np.sum(hits, axis=axes, keepdims=True)).astype(x.dtype),)
+
+    return impl
+
+
+def _extremum(name: str, chooser):
+    shares = RULES.define(
+        f"{name}_shares",
+        lambda x, axes: (x,),
+        _tie_shares(chooser),
+        jvp=lambda s, t, p, o, axes: (None,),
+        vjp=lambda s, c, p, o, needs, axes: (None,),
+        structured_rules=True,
+    )
+
+    def jvp(s, tangents, primals, outputs, axes):
+        (t,), (x,) = tangents, primals
+        return (s.reduce_sum(s.mul(t, s.bind(shares, x, axes=axes)[0]), axes),)
+
+    def vjp(s, cotangents, primals, outputs, needs, axes):
+        (ct,), (x,) = cotangents, primals
+        spread = s.broadcast_in_dim(ct, x.shape, _kept_axes(x, axes))
+        return (s.mul(spread, s.bind(shares, x, axes=axes)[0]),)
+
+    return RULES.define(name, _reduced_aval(name, real_only=True),
+                        lambda x, axes: (np.asarray(chooser(x, axis=axes)),), jvp, vjp, structured_rules=True)
+
+
+reduce_max = _extremum("reduce_max", np.max)
+reduce_min = _extremum("reduce_min", np.min)
+
+
+# --- prod -------------------------------------------------------------------------------
+
+
+def _shifted_product(s, x, shift, forward):
+    """x times x shifted by ``shift`` along its last axis (towards higher indices when ``forward``),
+    ones where nothing is shifted in: one step of a log-depth scan."""
+    n = x.shape[-1]
+    lead = [0] * (x.ndim - 1)
+    rest = list(x.shape[:-1])
+    ones = full_like(s, s.slice(x, SliceConfig(lead + [0], rest + [shift])), 1)
+    if forward:  # y_i = x_i · x_{i−shift}
+        moved = s.concatenate([ones, s.slice(x, SliceConfig(lead + [0], rest + [n - shift]))], x.ndim - 1)
+    else:  # y_i = x_i · x_{i+shift}
+        moved = s.concatenate([s.slice(x, SliceConfig(lead + [shift], rest + [n])), ones], x.ndim - 1)
+    return s.mul(x, moved)
+
+
+def _exclusive_scan(s, x, forward):
+    """Π_{j<i} x_j (``forward``) or Π_{j>i} x_j along the last axis, by ⌈log₂ n⌉ shifted products."""
+    n = x.shape[-1]
+    lead, rest = [0] * (x.ndim - 1), list(x.shape[:-1])
+    ones = full_like(s, s.slice(x, SliceConfig(lead + [0], rest + [1])), 1)
+    if forward:
+        y = s.concatenate([ones, s.slice(x, SliceConfig(lead + [0], rest + [n - 1]))], x.ndim - 1)
+    else:
+        y = s.concatenate([s.slice(x, SliceConfig(lead + [1], rest + [n])), ones], x.ndim - 1)
+    shift = 1
+    while shift < n:
+        y = _shifted_product(s, y, shift, forward)
+        shift *= 2
+    return y
+
+
+def others_product(s, x, axes):
+    """For each entry of x, the product of the other entries over ``axes``: exact with zeros."""
+    kept = _kept_axes(x, axes)
+    perm = kept + list(axes)
+    moved = s.transpose(x, perm)
+    rows = [x.shape[a] for a in kept]
+    n = math.prod(x.shape[a] for a in axes)
+    if n == 0:
+        return s.zeros(x.shape, x.dtype)
+    flat = s.reshape(moved, rows + [n])
+    if n == 1:
+        others = full_like(s, flat, 1)
+    else:
+        others = s.mul(_exclusive_scan(s, flat, True), _exclusive_scan(s, flat, False))
+    back = s.reshape(others, [moved.shape[i] for i in range(x.ndim)])
+    return s.transpose(back, list(np.argsort(perm)))
+
+
+def _prod_jvp(s, tangents, primals, outputs, axes):
+    (t,), (x,) = tangents, primals
+    return (s.reduce_sum(s.mul(t, others_product(s, x, axes)), axes),)
+
+
+def _prod_vjp(s, cotangents, primals, outputs, needs, axes):
+    (ct,), (x,) = cotangents, primals
+    spread = s.broadcast_in_dim(ct, x.shape, _kept_axes(x, axes))
+    return (s.mul(spread, cj(s, others_product(s, x, axes))),)
+
+
+reduce_prod = RULES.define(
+    "reduce_prod",
+    _reduced_aval("reduce_prod", real_only=False),
+    lambda x, axes: (np.asarray(np.prod(x, axis=axes)),),
+    _prod_jvp,
+    _prod_vjp,
+    structured_rules=True,
+)

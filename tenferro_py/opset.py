@@ -176,13 +176,13 @@ class OpSet:
         """x**y elementwise for two tensors of one shape and dtype."""
         return self.bind(_ew.pow_, x, y)[0]
 
-    def power(self, x: EagerTensor, y: "EagerTensor | float | complex") -> EagerTensor:
+    def power(self, x: EagerTensor, y: object) -> EagerTensor:
         """x**y, as NumPy's power: y an int (:meth:`integer_pow`), a real number (:meth:`real_pow`), a
         complex number, or a tensor of x's shape and dtype (:meth:`pow`)."""
         if is_integer(y):
-            return self.integer_pow(x, y)
+            return self.integer_pow(x, int(y))
         if is_real_number(y):
-            return self.real_pow(x, y)
+            return self.real_pow(x, float(y))
         if isinstance(y, (complex, np.complexfloating)):
             x = self._operand("power", x)
             return self.pow(x, self.constant_from(Tensor.adopt(np.full(x.shape, y, dtype=x.dtype))))

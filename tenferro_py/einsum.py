@@ -1,5 +1,12 @@
 """einsum: subscripts parsed and checked once, contraction planned by opt_einsum.
 
+Subscripts follow numpy.einsum's rules: any letters as indices (str.isalpha, more than 52
+of them too), an ellipsis broadcast NumPy-style, a size-1 index broadcast against a longer one,
+NumPy's implicit output. Parsing spells them once in index symbols where none of that is
+left (an ellipsis becomes its axes, a broadcast size-1 axis an index of its own), so the
+planning, the kernels and the rules below see plain subscripts, and ASCII subscripts that
+use none of it come back as written. Only numpy.einsum itself is handed a–z, A–Z.
+
 Plans are cached per (subscripts, shapes). An einsum of more than two operands
 is recorded as the pairwise contractions of its opt_einsum path, so the
 reverse sweep reuses the intermediates (and the independent pairs may run side
@@ -16,10 +23,12 @@ where those indices remain.
 
 from __future__ import annotations
 
+import collections
 import functools
+import itertools
 import math
 import string
-from typing import Callable, Sequence
+from typing import Callable, Collection, Iterator, Sequence
 
 import numpy as np
 import opt_einsum
@@ -40,42 +49,126 @@ def semantic_ad_rules() -> RuleSet:
 
 
 def parse(subscripts: object, shapes: Sequence[tuple[int, ...]]) -> tuple[tuple[str, ...], str]:
-    """Checked (input subscripts, output subscript); implicit output as NumPy's."""
+    """Checked (input subscripts, output subscript) in index symbols, by numpy.einsum's rules (cached).
+
+    Subscripts of ASCII letters without an ellipsis or a broadcast come back as written.
+    """
     if not isinstance(subscripts, str):
         raise InvalidArgument("einsum", "subscripts as a str such as 'ij,jk->ik'", repr(subscripts))
     return _parse(subscripts, tuple(shapes))
 
 
+ELLIPSIS = "..."
+
+
+def _symbols() -> Iterator[str]:
+    """Index symbols in order: a-z, A-Z (numpy.einsum's), then the letters from U+00C0 up.
+
+    Every symbol is a letter (str.isalpha), so subscripts written in symbols parse again
+    (the rules' own einsums) and mean the same.
+    """
+    return (c for c in itertools.chain(string.ascii_letters, map(chr, itertools.count(0xC0))) if c.isalpha())
+
+
+def _fresh_symbols(used: Collection[str]) -> Iterator[str]:
+    return (c for c in _symbols() if c not in used)
+
+
+def _tokens(term: str, where: str, subscripts: str) -> tuple[str, ...]:
+    """The indices of one operand's (or the output's) subscript in order, an ellipsis as one token."""
+    head, ellipsis, tail = term.partition(ELLIPSIS)
+    if ELLIPSIS in tail:
+        raise InvalidArgument("einsum", f"at most one ellipsis '...' in {where}", repr(term))
+    for c in head + tail:
+        if c == ".":
+            raise InvalidArgument("einsum", f"'.' only as part of an ellipsis '...' in {where}", repr(term))
+        if not c.isalpha():
+            raise InvalidArgument("einsum", "indices that are letters, with ',', '->', '...' and spaces",
+                                  f"{c!r} in {subscripts!r}")
+    return (*head, ELLIPSIS, *tail) if ellipsis else tuple(head)
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse(subscripts: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[str, ...], str]:
+    return _spelled(*_read(subscripts, shapes), shapes)
+
+
+def _read(
+    subscripts: str, shapes: tuple[tuple[int, ...], ...]
+) -> tuple[list[tuple[str, ...]], list[int], tuple[str, ...]]:
+    """The subscripts as written, checked against the operands' ranks: (per operand its indices,
+    an ellipsis as one token; per operand how many axes its ellipsis stands for; the output's
+    indices, NumPy's implicit output where there is no '->': the broadcast axes, then the
+    letters that appear once, sorted)."""
     op = "einsum"
-    spec = subscripts.replace(" ", "")
-    if "." in spec:
-        raise InvalidArgument(op, "subscripts of letters (no ellipsis)", repr(subscripts))
-    lhs, arrow, rhs = spec.partition("->")
+    lhs, arrow, rhs = subscripts.replace(" ", "").partition("->")
     if "->" in rhs:
         raise InvalidArgument(op, "at most one '->'", repr(subscripts))
-    inputs = tuple(lhs.split(","))
-    if len(inputs) != len(shapes):
-        raise InvalidArgument(op, f"{len(inputs)} operands for {subscripts!r}", f"{len(shapes)}")
-    letters = "".join(inputs) + rhs
-    if not all(c in string.ascii_letters for c in letters):
-        raise InvalidArgument(op, "index letters a-z, A-Z", repr(subscripts))
-    sizes: dict[str, int] = {}
+    written = lhs.split(",")
+    if len(written) != len(shapes):
+        raise InvalidArgument(op, f"{len(written)} operands for {subscripts!r}", f"{len(shapes)}")
+    terms = [_tokens(term, f"operand {k}", subscripts) for k, term in enumerate(written)]
+    ranks = []
+    for k, (term, shape) in enumerate(zip(terms, shapes)):
+        letters = len(term) - (ELLIPSIS in term)
+        if len(shape) < letters or (ELLIPSIS not in term and len(shape) != letters):
+            rank = f"at least {letters}" if ELLIPSIS in term else f"{letters}"
+            raise ShapeMismatch(op, f"operand {k} of rank {rank} ({written[k]!r})", f"shape {list(shape)}")
+        ranks.append(len(shape) - letters)
+    with_ellipsis = any(ELLIPSIS in term for term in terms)
+    counts = collections.Counter(c for term in terms for c in term if c != ELLIPSIS)
+    if not arrow:
+        return terms, ranks, (ELLIPSIS,) * with_ellipsis + tuple(sorted(c for c, n in counts.items() if n == 1))
+    out = _tokens(rhs, "the output", subscripts)
+    if ELLIPSIS not in out and max(ranks):
+        raise InvalidArgument(op, f"an ellipsis '...' in the output (the ellipses broadcast to rank {max(ranks)})",
+                              repr(rhs))
+    letters_out = [c for c in out if c != ELLIPSIS]
+    if len(set(letters_out)) != len(letters_out) or not set(letters_out) <= set(counts):
+        raise InvalidArgument(op, "output indices that are distinct and appear in the inputs", repr(rhs))
+    return terms, ranks, out
+
+
+def _spelled(terms: list[tuple[str, ...]], ranks: list[int], out: tuple[str, ...],
+             shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[str, ...], str]:
+    """The subscripts in index symbols, every index of one size in every operand that has it.
+
+    ASCII letters stand for themselves; any other letter, each axis the ellipses broadcast
+    over (aligned right, as NumPy's broadcasting) and each size-1 axis broadcast against a
+    longer one get a symbol of their own. A broadcast size-1 axis is renamed within its
+    operand, so it is summed there alone: the value numpy.einsum gives, and a VJP that sums
+    over the broadcast.
+    """
+    letters = dict.fromkeys(c for term in terms for c in term if c != ELLIPSIS)
+    kept = {c for c in letters if c in string.ascii_letters}
+    fresh = _fresh_symbols(kept)
+    symbol = {c: c if c in kept else next(fresh) for c in letters}
+    rank = max(ranks)
+    broadcast_axes = [next(fresh) for _ in range(rank)]
+    names = {symbol[c]: f"index {c!r}" for c in letters}
+    names |= {e: f"ellipsis axis {i}" for i, e in enumerate(broadcast_axes)}
+
+    def spelled(term: tuple[str, ...], ellipsis_rank: int) -> str:
+        ellipsis = "".join(broadcast_axes[rank - ellipsis_rank :])
+        return "".join(ellipsis if c == ELLIPSIS else symbol[c] for c in term)
+
+    inputs = [spelled(term, r) for term, r in zip(terms, ranks)]
+    size: dict[str, int] = {}  # each symbol's broadcast size
     for k, (sub, shape) in enumerate(zip(inputs, shapes)):
-        if len(sub) != len(shape):
-            raise ShapeMismatch(op, f"operand {k} of rank {len(sub)} ({sub!r})", f"shape {list(shape)}")
+        own: dict[str, int] = {}
         for c, n in zip(sub, shape):
-            if sizes.setdefault(c, n) != n:
-                raise ShapeMismatch(op, f"index {c!r} of one size ({sizes[c]})", f"{n} in operand {k}")
-    if arrow:
-        if len(set(rhs)) != len(rhs) or not set(rhs) <= set(sizes):
-            raise InvalidArgument(op, "output indices that are distinct and appear in the inputs", repr(rhs))
-        output = rhs
-    else:
-        counts = "".join(inputs)
-        output = "".join(sorted(c for c in sizes if counts.count(c) == 1))
-    return inputs, output
+            if own.setdefault(c, n) != n:
+                raise ShapeMismatch("einsum", f"{names[c]} of one size within operand {k} ({own[c]})", f"{n}")
+        for c, n in own.items():
+            if size.setdefault(c, n) == 1:
+                size[c] = n
+            elif n not in (1, size[c]):
+                raise ShapeMismatch("einsum", f"{names[c]} of one size ({size[c]}) or 1 in every operand",
+                                    f"{n} in operand {k}")
+    for k, (sub, shape) in enumerate(zip(inputs, shapes)):
+        broadcast = {c: next(fresh) for c in dict.fromkeys(c for c, n in zip(sub, shape) if n == 1 and size[c] != 1)}
+        inputs[k] = "".join(broadcast.get(c, c) for c in sub)
+    return tuple(inputs), spelled(out, rank)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -88,9 +181,8 @@ def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ..
     one operand or anything else goes to ``numpy.einsum``; three or more operands to
     opt_einsum's planned contraction.
     """
-    spec = ",".join(inputs) + "->" + output
     if len(inputs) > 2:
-        return opt_einsum.contract_expression(spec, *shapes, optimize="auto")
+        return opt_einsum.contract_expression(",".join(inputs) + "->" + output, *shapes, optimize="auto")
     if len(inputs) == 2 and all(c in output and len(set(sub)) == len(sub) for sub in inputs for c in sub):
         return BroadcastProduct(inputs[0], inputs[1], output)
     if len(inputs) == 2:
@@ -104,6 +196,17 @@ def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ..
         )
         if pure and shared:
             return Pairwise(a, b, output, shapes)
+    return _numpy_einsum(inputs, output)
+
+
+def _numpy_einsum(inputs: tuple[str, ...], output: str) -> Callable[..., np.ndarray]:
+    """numpy.einsum of these subscripts, their symbols spelled as numpy.einsum's letters a-z, A-Z."""
+    symbols = dict.fromkeys("".join(inputs) + output)
+    if len(symbols) > len(string.ascii_letters):
+        raise InvalidArgument("einsum", f"at most {len(string.ascii_letters)} distinct indices in one step that "
+                              "numpy.einsum computes (one operand, or two with a trace or a batch index)",
+                              f"{len(symbols)}")
+    spec = (",".join(inputs) + "->" + output).translate(str.maketrans(dict(zip(symbols, string.ascii_letters))))
     return lambda *arrays: np.einsum(spec, *arrays)
 
 
@@ -244,10 +347,6 @@ def _impl(*arrays, inputs, output):
     return (plan(inputs, output, tuple(a.shape for a in arrays))(*arrays),)
 
 
-def _fresh_letters(used: str):
-    return (c for c in string.ascii_letters if c not in used)
-
-
 def _jvp(s, tangents, primals, outputs, inputs, output):
     """One einsum per tangent, in place of its operand."""
     spec = ",".join(inputs) + "->" + output
@@ -260,7 +359,7 @@ def _jvp(s, tangents, primals, outputs, inputs, output):
 
 def _structured(s, *operands, inputs, output):
     """Factored matrices as their two factors; blocks inside zeros restrict the indices they cover."""
-    fresh = _fresh_letters("".join(inputs) + output)
+    fresh = _fresh_symbols(set("".join(inputs) + output))
     ops, subs = [], []
     for x, sub in zip(operands, inputs):
         if type(x) is Product and len(set(sub)) == 2:
@@ -305,7 +404,7 @@ def operand_cotangent(s, ct, primals, inputs, output, i):
         g = s.broadcast_in_dim(g, [size[c] for c in unique], [unique.index(c) for c in present])
     if unique != target:
         # Repeated index (trace): g sits on the diagonal, g[x] * delta(x, x').
-        fresh = _fresh_letters(target)
+        fresh = _fresh_symbols(target)
         out, deltas = "", []
         for pos, c in enumerate(target):
             if c in target[:pos]:

@@ -30,7 +30,7 @@ from .ops import structural as _st
 from .ops.structural import SliceConfig
 from .rules import Primitive
 from .structure import Structured, dense, flatten, unflatten
-from .tensor import Tensor, check_shape, is_integer, is_real_number
+from .tensor import Tensor, check_dtype, check_shape, is_integer, is_real_number
 
 EagerTensor = Any  # an op's value: an EagerTensor in an eager session, an array in a KernelSession
 
@@ -188,6 +188,12 @@ class OpSet:
             return self.pow(x, self.constant_from(Tensor.adopt(np.full(x.shape, y, dtype=x.dtype))))
         return self.pow(x, y)
 
+    def convert(self, x: EagerTensor, dtype: npt.DTypeLike) -> EagerTensor:
+        """x in another supported dtype (x itself when it has it); complex to real is refused."""
+        x = self._operand("convert", x)
+        target = check_dtype("convert", dtype)
+        return x if target == x.dtype else self.bind(_ew.convert, x, dtype=target)[0]
+
     def maximum(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
         """Elementwise max of two real tensors; at a tie each gets half the derivative (as JAX)."""
         return self.bind(_ew.maximum, a, b)[0]
@@ -275,6 +281,26 @@ class OpSet:
         starts = check_shape("pad", starts)
         strides = check_shape("pad", strides) if strides is not None else (1,) * x.ndim
         return self.bind(_st.pad, x, shape=shape, starts=starts, strides=strides)[0]
+
+    def rev(self, x: EagerTensor, axes: Sequence[int]) -> EagerTensor:
+        """x with the order of its entries along ``axes`` reversed."""
+        x = self._operand("rev", x)
+        axes = _st.check_axes("rev", "axes", axes, x.ndim)
+        return self.bind(_st.rev, x, axes=axes)[0] if axes else x
+
+    def take(self, x: EagerTensor, indices: Sequence[int], axis: int) -> EagerTensor:
+        """The entries of x at ``indices`` (ints, negative from the end, repeats allowed) along ``axis``."""
+        x = self._operand("take", x)
+        (axis,) = _st.check_axes("take", "axis", (axis,), x.ndim)
+        return self.bind(_st.take, x, indices=_st.check_indices("take", indices), axis=axis)[0]
+
+    def scatter_add(self, y: EagerTensor, indices: Sequence[int], axis: int, size: int) -> EagerTensor:
+        """Zeros of size ``size`` along ``axis`` with y's entries added at ``indices``: take's transpose."""
+        y = self._operand("scatter_add", y)
+        (axis,) = _st.check_axes("scatter_add", "axis", (axis,), y.ndim)
+        (size,) = check_shape("scatter_add", (size,))
+        return self.bind(_st.scatter_add, y, indices=_st.check_indices("scatter_add", indices), axis=axis,
+                         size=size)[0]
 
     def concatenate(self, operands: Sequence[EagerTensor], axis: int) -> EagerTensor:
         """The operands joined along ``axis`` (their other axes equal)."""

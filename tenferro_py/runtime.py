@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import weakref
 from typing import Any, Callable, Iterator, TypeVar
@@ -22,6 +23,16 @@ from .tape import EagerTensor, ForwardTrace, Leaf, TangentMemo, ancestors, reach
 from .tensor import Aval, Tensor
 
 R = TypeVar("R")
+
+#: The innermost session running in this thread (or context), for code that does not pass one
+#: along: the NumPy-style front end, tenferro_py.numpy.
+_CURRENT_SESSION: contextvars.ContextVar[EagerSession | None] = contextvars.ContextVar("tenferro_session",
+                                                                                       default=None)
+
+
+def current_session() -> EagerSession | None:
+    """The innermost session of ``with_eager_session`` (or of a transform) now running here, or None."""
+    return _CURRENT_SESSION.get()
 
 
 class AdContext:
@@ -198,15 +209,21 @@ class EagerRuntime:
         with self._session(engine) as s:
             return f(s)
 
+    def session(self, engine: CpuEngine) -> contextlib.AbstractContextManager[EagerSession]:
+        """``with rt.session(engine) as s:``, the block form of :meth:`with_eager_session`."""
+        return self._session(engine)
+
     @contextlib.contextmanager
     def _session(self, engine: CpuEngine) -> Iterator[EagerSession]:
         if not isinstance(engine, CpuEngine):
             raise InvalidArgument("EagerRuntime", "a CpuEngine", type(engine).__name__)
         with engine.active():
             session = EagerSession(self, engine)
+            token = _CURRENT_SESSION.set(session)
             try:
                 yield session
             finally:
+                _CURRENT_SESSION.reset(token)
                 session.end()
 
     def no_grad(self) -> GradMode:

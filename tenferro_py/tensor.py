@@ -45,6 +45,17 @@ def check_shape(op: str, shape: Iterable[int]) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
+def check_dtype(op: str, dtype: object) -> np.dtype:
+    """A supported dtype (float64, float32, complex128, complex64), or DTypeMismatch naming ``op``."""
+    try:
+        target = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:
+        raise DTypeMismatch(op, "a dtype", repr(dtype)) from None
+    if target not in SUPPORTED_DTYPES:
+        raise DTypeMismatch(op, "float64, float32, complex128 or complex64", str(target))
+    return target
+
+
 def host_copy(op: str, data: object, order: Literal["K", "F"] = "K") -> np.ndarray:
     """A new array holding ``data`` (an array, nested sequences or a number) in a supported dtype:
     ints and bools become float64; anything else, or ragged data, is an error naming ``op``."""
@@ -112,12 +123,7 @@ class Tensor:
             raise InvalidArgument(op, "a real or complex number", repr(value))
         if dtype is None:
             dtype = np.complex128 if isinstance(value, (complex, np.complexfloating)) else np.float64
-        try:
-            target = np.dtype(dtype)
-        except TypeError:
-            raise DTypeMismatch(op, "a dtype", repr(dtype)) from None
-        if target not in SUPPORTED_DTYPES:
-            raise DTypeMismatch(op, "float64, float32, complex128 or complex64", str(target))
+        target = check_dtype(op, dtype)
         if target.kind != "c" and isinstance(value, (complex, np.complexfloating)):
             raise DTypeMismatch(op, f"a real number for dtype {target}", repr(value))
         return cls.adopt(np.array(value, dtype=target))

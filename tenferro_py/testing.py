@@ -25,14 +25,17 @@ from .tensor import Tensor
 Fn = Callable[..., EagerTensor]
 
 
-def _inner(s: EagerSession, xs: Sequence[EagerTensor], ys: Sequence[np.ndarray]) -> EagerTensor | None:
-    """Σ_i Re⟨xs[i], ys[i]⟩ (the real inner product Re Σ conj(x)·y) as a differentiable real scalar."""
+def _inner(s: EagerSession, xs: Sequence[EagerTensor | None], ys: Sequence[np.ndarray]) -> EagerTensor:
+    """Σ_i Re⟨xs[i], ys[i]⟩ (the real inner product Re Σ conj(x)·y) as a differentiable real scalar;
+    None stands for zero (a derivative that does not reach)."""
     total = None
     for x, y in zip(xs, ys):
+        if x is None:
+            continue
         term = s.reduce_sum(s.mul(s.conj(x), s.constant_from(Tensor(np.array(y, dtype=x.dtype)))))
         term = s.real(term) if x.dtype.kind == "c" else term
         total = term if total is None else s.add(total, term)
-    return total
+    return total if total is not None else s.constant_from(Tensor(np.array(0.0)))
 
 
 def _real_dot(a: np.ndarray, b: np.ndarray) -> float:
@@ -120,10 +123,10 @@ def _check(f, arrays, modes, order, h, rtol, atol, rng, context, level, part) ->
         return
 
     def over_reverse(s, *ys):
-        return _inner(s, s.runtime.vjp(s.engine, f(s, *ys), list(ys), Tensor(w)), v)
+        return _inner(s, s.runtime.vjp_optional(s.engine, f(s, *ys), list(ys), Tensor(w)), v)
 
     def over_forward(s, *ys):
-        return _inner(s, [s.runtime.jvp(s.engine, f(s, *ys), list(ys), [Tensor(d) for d in v])], [w])
+        return _inner(s, [s.runtime.jvp_optional(s.engine, f(s, *ys), list(ys), [Tensor(d) for d in v])], [w])
 
     for g, mode in ((over_reverse, "rev"), (over_forward, "fwd")):
         if mode in modes:

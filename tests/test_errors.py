@@ -267,7 +267,7 @@ def test_einsum_bad_output(run, mats, subscripts, got):
 @pytest.mark.parametrize(
     "subscripts,got",
     [
-        ("...j,jk->...k", "..."),  # ellipsis
+        (".j,jk->k", "'.j'"),  # a dot that is not part of an ellipsis
         ("i1,1k->ik", "i1"),  # digits
         ("i_,_k->ik", "i_"),  # other characters
         ("ij,jk->ik->ik", "->"),  # two arrows
@@ -302,10 +302,10 @@ def test_einsum_dtype_mismatch(rt, run):
 
 
 def test_svd_of_non_matrix(rt, run):
-    x = rt.variable_from(T(np.ones((2, 2, 2))))
+    x = rt.variable_from(T(np.ones(4)))
     with pytest.raises(ValueError) as info:
         run(lambda s: s.svd(x))
-    expect(info, tf.ShapeMismatch, ValueError, "svd", "[2, 2, 2]")
+    expect(info, tf.ShapeMismatch, ValueError, "svd", "[4]")
 
 
 @pytest.mark.parametrize("eps", [0, -1, math.nan, math.inf, -math.inf, "x", True])

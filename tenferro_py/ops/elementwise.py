@@ -520,3 +520,32 @@ def _abs_vjp(s, cotangents, primals, outputs, needs):
 
 
 abs_ = RULES.define("abs", _real_part_aval, lambda x: (np.abs(x),), _abs_jvp, _abs_vjp, structured_rules=True)
+
+
+# --- dtype conversion -------------------------------------------------------------
+# convert(x, dtype): float32 ↔ float64, complex64 ↔ complex128 and real → complex (the embedding);
+# complex → real is refused (it would drop the imaginary part). The VJP of the embedding takes
+# the real part, its adjoint under Re⟨·,·⟩.
+
+
+def _convert_abstract(x: Aval, dtype) -> tuple[Aval]:
+    if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        raise DTypeMismatch("convert", f"a complex dtype for complex input ({x.dtype})", str(np.dtype(dtype)))
+    return (Aval(x.shape, np.dtype(dtype)),)
+
+
+def _convert_vjp(s, cotangents, primals, outputs, needs, dtype):
+    (ct,), (x,) = cotangents, primals
+    if ct.dtype.kind == "c" and x.dtype.kind != "c":
+        ct = s.real(ct)
+    return (s.convert(ct, x.dtype),)
+
+
+convert = RULES.define(
+    "convert",
+    _convert_abstract,
+    lambda x, dtype: (x.astype(dtype),),
+    jvp=lambda s, t, p, o, dtype: (s.convert(t[0], dtype),),
+    vjp=_convert_vjp,
+    structured_rules=True,
+)

@@ -42,6 +42,17 @@ def check_axes(op: str, what: str, axes: object, rank: int) -> tuple[int, ...]:
     return tuple(int(a) for a in out)
 
 
+def check_indices(op: str, indices: object) -> tuple[int, ...]:
+    """A sequence of ints (bounds are checked by the op against its axis), or InvalidArgument."""
+    try:
+        out = tuple(indices)  # type: ignore[call-overload, arg-type]
+    except TypeError:
+        raise InvalidArgument(op, "indices: a sequence of ints", repr(indices)) from None
+    if not all(is_integer(i) for i in out):
+        raise InvalidArgument(op, "indices: a sequence of ints", repr(indices))
+    return tuple(int(i) for i in out)
+
+
 def linear(op):
     """The JVP rule of a linear op: the op applied to the tangent."""
     return lambda s, tangents, primals, outputs, **params: (op(s, tangents[0], **params),)
@@ -379,5 +390,69 @@ concatenate = RULES.define(
     lambda *xs, axis: (np.concatenate(xs, axis=axis),),
     jvp=_concatenate_jvp,
     vjp=_concatenate_vjp,
+    structured_rules=True,
+)
+
+
+# --- reverse, take, scatter_add ---------------------------------------------
+# rev flips axes (a step of −1); take gathers entries along an axis by index, and its transpose
+# scatter_add sums entries into their indices (repeated indices add up).
+
+rev = RULES.define(
+    "rev",
+    lambda x, axes: (x,),
+    lambda x, axes: (np.flip(x, axes),),
+    jvp=linear(lambda s, t, axes: s.rev(t, axes)),
+    vjp=lambda s, c, p, o, needs, axes: (s.rev(c[0], axes),),
+    structured_rules=True,
+)
+
+
+def _take_abstract(x: Aval, indices, axis) -> tuple[Aval]:
+    n = x.shape[axis]
+    bad = [i for i in indices if not -n <= i < n]
+    if bad:
+        raise InvalidArgument("take", f"indices in [{-n}, {n}) (axis {axis} of size {n})", repr(bad))
+    shape = list(x.shape)
+    shape[axis] = len(indices)
+    return (Aval(tuple(shape), x.dtype),)
+
+
+take = RULES.define(
+    "take",
+    _take_abstract,
+    lambda x, indices, axis: (np.take(x, indices, axis=axis),),
+    jvp=linear(lambda s, t, indices, axis: s.take(t, indices, axis)),
+    vjp=lambda s, c, p, o, needs, indices, axis: (s.scatter_add(c[0], indices, axis, p[0].shape[axis]),),
+    structured_rules=True,
+)
+
+
+def _scatter_abstract(y: Aval, indices, axis, size) -> tuple[Aval]:
+    if y.shape[axis] != len(indices):
+        raise ShapeMismatch("scatter_add", f"axis {axis} of size {len(indices)} (one entry per index)",
+                            f"size {y.shape[axis]}")
+    bad = [i for i in indices if not -size <= i < size]
+    if bad:
+        raise InvalidArgument("scatter_add", f"indices in [{-size}, {size})", repr(bad))
+    shape = list(y.shape)
+    shape[axis] = size
+    return (Aval(tuple(shape), y.dtype),)
+
+
+def _scatter_impl(y, indices, axis, size):
+    shape = list(y.shape)
+    shape[axis] = size
+    out = np.zeros(shape, y.dtype)
+    np.add.at(np.moveaxis(out, axis, 0), list(indices), np.moveaxis(y, axis, 0))
+    return (out,)
+
+
+scatter_add = RULES.define(
+    "scatter_add",
+    _scatter_abstract,
+    _scatter_impl,
+    jvp=linear(lambda s, t, indices, axis, size: s.scatter_add(t, indices, axis, size)),
+    vjp=lambda s, c, p, o, needs, indices, axis, size: (s.take(c[0], indices, axis),),
     structured_rules=True,
 )

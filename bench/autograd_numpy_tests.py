@@ -1,0 +1,124 @@
+"""Run autograd's own tests/test_numpy.py against tenferro_py.numpy.
+
+    python bench/autograd_numpy_tests.py [--sdist autograd-X.tar.gz] [--keep DIR]
+
+Downloads autograd's source distribution from PyPI (``pip download``; or takes a local one),
+extracts tests/test_numpy.py and tests/numpy_utils.py into a scratch folder, points their imports
+at ``tenferro_py.numpy`` (``autograd.numpy`` → ``tenferro_py.numpy``, ``autograd.numpy.random`` →
+``numpy.random``, ``grad`` → ``tenferro_py.numpy.grad``) and their ``check_grads``/``combo_check``
+at the adapter below, runs them with pytest, and sorts the outcomes: passed; failed because
+tenferro_py.numpy has no such function (NumPy names it does not provide); failed otherwise
+(what should be fixed). Nothing of autograd is copied into this repository.
+
+The adapter keeps autograd's calling conventions: ``check_grads(fun, modes, order)(*args)`` checks
+every argument (or those of ``argnum``), and ``combo_check(fun, argnums)(*arg_lists, **kwarg_lists)``
+every combination, each by :func:`tenferro_py.numpy.check_grads` (JVP and VJP against central
+differences).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ADAPTER = '''"""autograd's check_grads and combo_check conventions on tenferro_py.numpy.check_grads."""
+import itertools
+
+import numpy as onp
+
+import tenferro_py.numpy as tnp
+
+
+def _check(fun, args, argnums, modes, order, kwargs):
+    argnums = tuple(range(len(args))) if argnums is None else (
+        (argnums,) if isinstance(argnums, int) else tuple(argnums))
+    fixed = list(args)
+
+    def of_wanted(*wanted):
+        full = list(fixed)
+        for i, w in zip(argnums, wanted):
+            full[i] = w
+        return fun(*full, **kwargs)
+
+    tnp.check_grads(of_wanted, [onp.asarray(args[i], dtype=complex if onp.iscomplexobj(args[i]) else float)
+                                for i in argnums], modes=tuple(modes), order=order, h=1e-6, rtol=1e-5, atol=1e-7)
+
+
+def check_grads(fun, modes=("fwd", "rev"), order=2, argnum=None):
+    return lambda *args, **kwargs: _check(fun, args, argnum, modes, order, kwargs)
+
+
+def combo_check(fun, *args, **kwargs):
+    argnums = args[0] if args else kwargs.pop("argnums", (0,))
+    modes = kwargs.pop("modes", ("fwd", "rev"))
+    order = kwargs.pop("order", 2)
+
+    def check(*arg_lists, **kwarg_lists):
+        names = list(kwarg_lists)
+        for values in itertools.product(*arg_lists):
+            for choice in itertools.product(*[kwarg_lists[n] for n in names]):
+                _check(fun, values, argnums, modes, order, dict(zip(names, choice)))
+
+    return check
+'''
+
+REWRITES = [
+    (r"^import autograd\.numpy\.random as npr$", "import numpy.random as npr"),
+    (r"^import autograd\.numpy as np$", "import tenferro_py.numpy as np"),
+    (r"^from autograd\.test_util import (.*)$", r"from tenferro_adapter import \1"),
+    (r"^from autograd import grad$", "from tenferro_py.numpy import grad"),
+]
+
+
+def prepare(sdist: Path, folder: Path) -> Path:
+    with tarfile.open(sdist) as archive:
+        for member in archive.getmembers():
+            name = Path(member.name).name
+            if member.name.endswith(("tests/test_numpy.py", "tests/numpy_utils.py")):
+                text = archive.extractfile(member).read().decode()
+                for pattern, replacement in REWRITES:
+                    text = re.sub(pattern, replacement, text, flags=re.MULTILINE)
+                (folder / name).write_text(text)
+    (folder / "tenferro_adapter.py").write_text(ADAPTER)
+    return folder / "test_numpy.py"
+
+
+def download(into: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "pip", "download", "autograd", "--no-binary", ":all:", "--no-deps",
+                    "-q", "-d", str(into)], check=True)
+    return next(into.glob("autograd-*.tar.gz"))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sdist", type=Path, help="a local autograd source distribution (default: from PyPI)")
+    parser.add_argument("--keep", type=Path, help="run in this folder and keep it")
+    args = parser.parse_args(argv)
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="autograd_tests_"))
+    folder.mkdir(parents=True, exist_ok=True)
+    sdist = args.sdist or download(folder)
+    test_file = prepare(sdist, folder)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", str(test_file)],
+                         capture_output=True, text=True, cwd=folder, env={**os.environ, "COLUMNS": "400"})
+    passed = re.findall(r"^PASSED \S+::(\S+)", run.stdout, re.MULTILINE)
+    failed = re.findall(r"^FAILED \S+::(\S+) - (.*)$", run.stdout, re.MULTILINE)
+    missing = [(t, m) for t, m in failed if "has no attribute" in m]
+    other = [(t, m) for t, m in failed if "has no attribute" not in m]
+    print(f"autograd {sdist.name}: tests/test_numpy.py against tenferro_py.numpy")
+    print(f"  passed {len(passed)}; failed for a missing function {len(missing)}; failed otherwise {len(other)}")
+    names = sorted({m.split("attribute ")[-1].strip("'\"") for _, m in missing})
+    if names:
+        print(f"  functions tenferro_py.numpy does not have: {', '.join(names)}")
+    for test, message in other:
+        print(f"  FAILED {test}: {message[:160]}")
+    return 0 if not other else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,598 @@
+"""The NumPy-style array: a session's tensor with NumPy's operators, broadcasting, dtype
+promotion, row-major reshape and indexing, each written with the session's ops.
+
+An :class:`ndarray` holds an :class:`~tenferro_py.EagerTensor` of the session that made it; its
+operators and methods run ops on the session running now in this thread (``current_session``),
+so derivatives, higher orders, staging and engine widths are those of the session ops. Python
+numbers are weak as in NumPy 2 (``x * 2.0`` keeps float32); NumPy arrays and numbers enter as
+constants; integer and bool data become float64, as everywhere in the library.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import numpy as np
+
+from ..errors import DTypeMismatch, InvalidArgument, SessionEnded, ShapeMismatch
+from ..ops.structural import SliceConfig
+from ..runtime import current_session
+from ..session import EagerSession
+from ..tape import EagerTensor
+from ..tensor import SUPPORTED_DTYPES, Tensor
+
+
+def session(op: str) -> EagerSession:
+    """The session running now, for an op on tracked arrays; a clear error when there is none."""
+    s = current_session()
+    if s is None:
+        raise SessionEnded(op, "a call inside a session (with_eager_session, tnp.session or a transform)",
+                           "an array of a session that has ended")
+    return s
+
+
+def in_session() -> bool:
+    return current_session() is not None
+
+
+def tracked(*xs: Any) -> bool:
+    """Whether a function runs as session ops: inside a session, or given an array of one."""
+    return in_session() or any(isinstance(x, ndarray) for x in xs)
+
+
+def as_array(op: str, x: Any) -> "ndarray":
+    """x as an array of the running session (NumPy data and numbers become constants)."""
+    if isinstance(x, ndarray):
+        return x
+    s = session(op)
+    return wrap(lift(s, stack_nested(x)))
+
+
+class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) reads as in NumPy)
+    """A tensor of the running session with NumPy's semantics; ``.tensor`` is the EagerTensor."""
+
+    __slots__ = ("tensor",)
+    __array_priority__ = 100.0
+    __array_ufunc__ = None  # NumPy's operators and ufuncs defer to ours (np_array + x is x.__radd__)
+
+    def __init__(self, tensor: EagerTensor):
+        self.tensor = tensor
+
+    # --- what NumPy code reads ----------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.tensor.shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self.tensor.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.tensor.shape:
+            n *= d
+        return n
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.tensor.dtype
+
+    @property
+    def T(self) -> "ndarray":  # noqa: N802
+        return transpose(self)
+
+    @property
+    def real(self) -> "ndarray":
+        return wrap(session("real").real(self.tensor))
+
+    @property
+    def imag(self) -> "ndarray":
+        return wrap(session("imag").imag(self.tensor))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """The value as a NumPy array (detached: NumPy's functions see numbers, not the tape)."""
+        return np.array(self.tensor.value()._array, dtype=dtype)
+
+    def item(self) -> Any:
+        return self.tensor.item()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __repr__(self) -> str:
+        return f"tnp.ndarray({np.asarray(self)!r}, tracked={self.tensor.is_tracked})"
+
+    # --- arithmetic ---------------------------------------------------------------------
+
+    def __add__(self, other):
+        return binary("add", self, other)
+
+    def __radd__(self, other):
+        return binary("add", other, self)
+
+    def __sub__(self, other):
+        return binary("sub", self, other)
+
+    def __rsub__(self, other):
+        return binary("sub", other, self)
+
+    def __mul__(self, other):
+        return binary("mul", self, other)
+
+    def __rmul__(self, other):
+        return binary("mul", other, self)
+
+    def __truediv__(self, other):
+        return binary("div", self, other)
+
+    def __rtruediv__(self, other):
+        return binary("div", other, self)
+
+    def __pow__(self, other):
+        return power(self, other)
+
+    def __rpow__(self, other):
+        return power(other, self)
+
+    def __matmul__(self, other):
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return matmul(other, self)
+
+    def __neg__(self):
+        return wrap(session("negative").neg(self.tensor))
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return wrap(session("abs").abs(self.tensor))
+
+    # comparisons: no derivative, so their results are NumPy bool arrays of the values
+    def __lt__(self, other):
+        return np.asarray(self) < _values(other)
+
+    def __le__(self, other):
+        return np.asarray(self) <= _values(other)
+
+    def __gt__(self, other):
+        return np.asarray(self) > _values(other)
+
+    def __ge__(self, other):
+        return np.asarray(self) >= _values(other)
+
+    def __eq__(self, other):  # type: ignore[override]
+        return np.asarray(self) == _values(other)
+
+    def __ne__(self, other):  # type: ignore[override]
+        return np.asarray(self) != _values(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # --- methods as NumPy's ---------------------------------------------------------------
+
+    def reshape(self, *shape, order: str = "C") -> "ndarray":
+        return reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
+
+    def ravel(self, order: str = "C") -> "ndarray":
+        return reshape(self, (-1,), order=order)
+
+    def flatten(self, order: str = "C") -> "ndarray":
+        return reshape(self, (-1,), order=order)
+
+    def transpose(self, *axes) -> "ndarray":
+        return transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+
+    def conj(self) -> "ndarray":
+        return wrap(session("conj").conj(self.tensor))
+
+    conjugate = conj
+
+    def astype(self, dtype) -> "ndarray":
+        return astype(self, dtype)
+
+    def copy(self) -> "ndarray":
+        return self
+
+    def squeeze(self, axis=None) -> "ndarray":
+        return squeeze(self, axis)
+
+    def dot(self, other) -> "ndarray":
+        return dot(self, other)
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **unused) -> "ndarray":
+        return reduce("sum", self, axis, keepdims, dtype, out)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **unused) -> "ndarray":
+        return reduce("mean", self, axis, keepdims, dtype, out)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **unused) -> "ndarray":
+        return reduce("prod", self, axis, keepdims, dtype, out)
+
+    def max(self, axis=None, out=None, keepdims=False, **unused) -> "ndarray":
+        return reduce("max", self, axis, keepdims, None, out)
+
+    def min(self, axis=None, out=None, keepdims=False, **unused) -> "ndarray":
+        return reduce("min", self, axis, keepdims, None, out)
+
+    def __getitem__(self, key) -> "ndarray":
+        return getitem(self, key)
+
+    def __setitem__(self, key, value) -> None:
+        raise TypeError("tenferro_py.numpy arrays are immutable (as JAX's): build a new one, e.g. with "
+                        "tnp.where(mask, value, x) or tnp.concatenate")
+
+
+def wrap(t: EagerTensor) -> ndarray:
+    return ndarray(t)
+
+
+def _values(x: Any) -> Any:
+    """What a comparison reads: the value of an array, anything else as it is."""
+    return np.asarray(x) if isinstance(x, ndarray) else x
+
+
+# --- lifting operands into the session ----------------------------------------------------------
+
+
+def is_weak(x: Any) -> bool:
+    """A Python number: it takes the dtype of the array it meets (NumPy 2's rule)."""
+    return isinstance(x, (int, float, complex)) and not isinstance(x, (bool, np.generic))
+
+
+def host_dtype(x: Any) -> np.dtype:
+    """The dtype x has as a library value: integers and bools become float64."""
+    dtype = x.dtype if isinstance(x, (ndarray, EagerTensor)) else np.asarray(x).dtype
+    if dtype.kind in "biu":
+        return np.dtype(np.float64)
+    if dtype not in SUPPORTED_DTYPES:
+        raise DTypeMismatch("tenferro_py.numpy", "float or complex data", str(dtype))
+    return dtype
+
+
+def result_dtype(*xs: Any) -> np.dtype:
+    """NumPy 2's promotion of operands: arrays decide, Python numbers follow (a complex number
+    makes the result complex of the arrays' precision)."""
+    strong = [host_dtype(x) for x in xs if not is_weak(x)]
+    dtype = np.result_type(*strong) if strong else np.dtype(np.float64)
+    if any(isinstance(x, complex) for x in xs if is_weak(x)) and dtype.kind != "c":
+        dtype = np.result_type(dtype, np.complex64)
+    return dtype
+
+
+def lift(s: EagerSession, x: Any, dtype: np.dtype | None = None) -> EagerTensor:
+    """x as a tensor of session s (in ``dtype`` when given): an ndarray's tensor, or a constant."""
+    if isinstance(x, ndarray):
+        t = x.tensor
+    elif isinstance(x, EagerTensor):
+        t = x
+    else:
+        t = s.constant_from(Tensor(np.asarray(x, dtype=dtype if dtype is not None else host_dtype(x))))
+    return t if dtype is None or t.dtype == dtype else s.convert(t, dtype)
+
+
+def broadcast_to_shape(s: EagerSession, t: EagerTensor, shape: tuple[int, ...]) -> EagerTensor:
+    """t broadcast NumPy's way (aligned at the last axis) to ``shape``."""
+    if t.shape == shape:
+        return t
+    offset = len(shape) - len(t.shape)
+    if offset < 0 or any(n not in (1, shape[offset + i]) for i, n in enumerate(t.shape)):
+        raise ShapeMismatch("tenferro_py.numpy", f"operands that broadcast to {list(shape)}", f"{list(t.shape)}")
+    return s.broadcast_in_dim(t, shape, tuple(range(offset, len(shape))))
+
+
+def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ShapeMismatch(op, "shapes that broadcast together", " and ".join(str(list(s)) for s in shapes)) from None
+
+
+def operands(op: str, *xs: Any) -> tuple[EagerSession, list[EagerTensor]]:
+    """The operands of an elementwise op, in one dtype and one (broadcast) shape."""
+    s = session(op)
+    dtype = result_dtype(*xs)
+    ts = [lift(s, x, dtype) for x in xs]
+    shape = broadcast_shapes(op, *(t.shape for t in ts))
+    return s, [broadcast_to_shape(s, t, shape) for t in ts]
+
+
+def binary(op: str, a: Any, b: Any) -> Any:
+    """add, sub, mul or div with NumPy's broadcasting and promotion; plain NumPy outside a session."""
+    if not in_session() and not isinstance(a, ndarray) and not isinstance(b, ndarray):
+        return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op](a, b)
+    s, (x, y) = operands(op, a, b)
+    return wrap(getattr(s, op)(x, y))
+
+
+def power(a: Any, b: Any) -> Any:
+    """a ** b: a number exponent stays a parameter (so 0**2 and (−2)**3 differentiate everywhere)."""
+    if not in_session() and not isinstance(a, ndarray) and not isinstance(b, ndarray):
+        return np.power(a, b)
+    s = session("power")
+    if isinstance(b, (int, float, np.integer, np.floating)) and not isinstance(b, bool):
+        x = lift(s, a, result_dtype(a, b))
+        return wrap(s.power(x, int(b) if float(b).is_integer() and abs(b) < 2**31 else float(b)))
+    s, (x, y) = operands("power", a, b)
+    return wrap(s.pow(x, y))
+
+
+def astype(x: Any, dtype: Any) -> Any:
+    if not isinstance(x, ndarray):
+        return np.asarray(x).astype(dtype)
+    target = np.dtype(dtype)
+    if target.kind in "biu":
+        raise DTypeMismatch("astype", "a float or complex dtype (library values are floating)", str(target))
+    return wrap(session("astype").convert(x.tensor, target))
+
+
+# --- shape ----------------------------------------------------------------------------------
+
+
+def normalize_axis(op: str, axis: int, ndim: int) -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool) or not -ndim <= axis < ndim:
+        raise InvalidArgument(op, f"an axis in [{-ndim}, {ndim})", repr(axis))
+    return int(axis) % ndim
+
+
+def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    out = tuple(normalize_axis(op, a, ndim) for a in axes)
+    if len(set(out)) != len(out):
+        raise InvalidArgument(op, "axes without repeats", repr(axis))
+    return out
+
+
+def transpose(x: Any, axes: Any = None) -> Any:
+    if not isinstance(x, ndarray):
+        return np.transpose(x, axes)
+    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(normalize_axis("transpose", a, x.ndim)
+                                                                      for a in axes)
+    if sorted(perm) != list(range(x.ndim)):
+        raise InvalidArgument("transpose", f"a permutation of {x.ndim} axes", repr(axes))
+    return x if perm == tuple(range(x.ndim)) else wrap(session("transpose").transpose(x.tensor, perm))
+
+
+def target_shape(op: str, size: int, shape: Any) -> tuple[int, ...]:
+    """A requested shape with its one −1 resolved, checked against the number of elements."""
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if sum(1 for d in dims if d == -1) > 1 or any(not isinstance(d, (int, np.integer)) or d < -1 for d in dims):
+        raise InvalidArgument(op, "a shape of non-negative ints, at most one -1", repr(shape))
+    if -1 in dims:
+        known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
+        if known == 0 or size % known:
+            raise ShapeMismatch(op, f"a shape that {size} elements fill", repr(shape))
+        dims = tuple(size // known if d == -1 else d for d in dims)
+    if int(np.prod(dims, dtype=np.int64)) != size:
+        raise ShapeMismatch(op, f"a shape of {size} elements", repr(shape))
+    return tuple(int(d) for d in dims)
+
+
+def reshape(x: Any, shape: Any, order: str = "C") -> Any:
+    """NumPy's reshape: row-major by default (the session's reshape is column-major: the row-major
+    one is that of the transposes); ``order="F"`` is the session's own."""
+    if not isinstance(x, ndarray):
+        return np.reshape(x, shape, order=order)
+    if order not in ("C", "F"):
+        raise InvalidArgument("reshape", "order 'C' or 'F'", repr(order))
+    dims = target_shape("reshape", x.size, shape)
+    if dims == x.shape:
+        return x
+    s = session("reshape")
+    if order == "F" or x.ndim <= 1 and len(dims) <= 1:
+        return wrap(s.reshape(x.tensor, dims))
+    flipped = s.transpose(x.tensor, tuple(reversed(range(x.ndim)))) if x.ndim > 1 else x.tensor
+    shaped = s.reshape(flipped, tuple(reversed(dims)))
+    return wrap(s.transpose(shaped, tuple(reversed(range(len(dims))))) if len(dims) > 1 else shaped)
+
+
+# --- reductions ---------------------------------------------------------------------------------
+
+_REDUCERS = {"sum": "reduce_sum", "mean": "mean", "prod": "reduce_prod", "max": "reduce_max", "min": "reduce_min"}
+
+
+def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, dtype: Any = None, out: Any = None) -> Any:
+    """sum, mean, prod, max or min over ``axis`` (None: all; an int or a tuple), NumPy's keepdims.
+    ``dtype`` and ``out`` are NumPy's (which passes them to an array's method); ``out`` must be None."""
+    x = stack_nested(x)
+    if not isinstance(x, ndarray) and not in_session():
+        return getattr(np, op)(x, axis=axis, keepdims=keepdims, dtype=dtype, out=out)
+    if out is not None:
+        raise InvalidArgument(op, "out=None (arrays are immutable)", type(out).__name__)
+    s = session(op)
+    t = lift(s, x, None if dtype is None else np.dtype(dtype))
+    axes = normalize_axes(op, axis, t.ndim)
+    out = getattr(s, _REDUCERS[op])(t, axes)
+    if keepdims:
+        kept = tuple(1 if a in axes else n for a, n in enumerate(t.shape))
+        out = s.reshape(out, kept)  # only size-1 axes are added: the order of elements is unchanged
+    return wrap(out)
+
+
+# --- matmul ---------------------------------------------------------------------------------------
+
+
+def matmul(a: Any, b: Any) -> Any:
+    """NumPy's matmul: vectors promoted and demoted, leading axes broadcast."""
+    if not in_session() and not isinstance(a, ndarray) and not isinstance(b, ndarray):
+        return np.matmul(a, b)
+    s = session("matmul")
+    dtype = result_dtype(a, b)
+    x, y = lift(s, a, dtype), lift(s, b, dtype)
+    if x.ndim == 0 or y.ndim == 0:
+        raise InvalidArgument("matmul", "operands of rank >= 1 (use * for scalars)", f"ranks {x.ndim} and {y.ndim}")
+    if x.ndim == 1 and y.ndim == 1:
+        return wrap(s.einsum([x, y], "i,i->"))
+    if x.ndim == 1:
+        return wrap(s.einsum([x, y], "...j,...jk->...k")) if y.ndim > 2 else wrap(s.einsum([x, y], "j,jk->k"))
+    if y.ndim == 1:
+        return wrap(s.einsum([x, y], "...ij,j->...i"))
+    batch = broadcast_shapes("matmul", x.shape[:-2], y.shape[:-2])
+    x = broadcast_to_shape(s, x, batch + x.shape[-2:])
+    y = broadcast_to_shape(s, y, batch + y.shape[-2:])
+    return wrap(s.einsum([x, y], "...ij,...jk->...ik"))
+
+
+# --- indexing -------------------------------------------------------------------------------------
+
+
+def _basic_key(key: tuple) -> bool:
+    return all(k is None or k is Ellipsis or isinstance(k, slice) or (isinstance(k, (int, np.integer))
+                                                                       and not isinstance(k, bool)) for k in key)
+
+
+def getitem(x: ndarray, key: Any) -> ndarray:
+    """NumPy's indexing: basic (ints, slices with any step, None, Ellipsis) by slices, reverses and
+    reshapes; advanced (int or bool arrays, lists) by a gather of the row-major flattening at the
+    positions NumPy's own indexing picks, so the result is NumPy's in every case."""
+    key = key if isinstance(key, tuple) else (key,)
+    if _basic_key(key):
+        return _basic_index(x, key)
+    positions = np.arange(x.size).reshape(x.shape)[tuple(_values(k) for k in key)]
+    s = session("getitem")
+    flat = reshape(x, (-1,)).tensor
+    picked = s.take(flat, positions.ravel().tolist(), 0)
+    return reshape(wrap(picked), positions.shape)
+
+
+def _basic_index(x: ndarray, key: tuple) -> ndarray:
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise InvalidArgument("getitem", "at most one Ellipsis", repr(key))
+    used = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if used > x.ndim:
+        raise InvalidArgument("getitem", f"at most {x.ndim} indices", f"{used}")
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (x.ndim - used) + key[at + 1:]
+    else:
+        key = key + (slice(None),) * (x.ndim - used)
+    s = session("getitem")
+    t = x.tensor
+    starts, limits, strides, flips, out_shape = [], [], [], [], []
+    axis = 0
+    for k in key:
+        if k is None:
+            out_shape.append(1)
+            continue
+        n = t.shape[axis]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            count = len(range(start, stop, step))
+            if step < 0:  # reversed: the same entries, read from the other end
+                start, step = start + (count - 1) * step, -step
+                flips.append(axis)
+            starts.append(start)
+            limits.append(start + (count - 1) * step + 1 if count else start)
+            strides.append(step)
+            out_shape.append(count)
+        else:
+            if not -n <= k < n:
+                raise InvalidArgument("getitem", f"an index in [{-n}, {n}) on axis {axis}", repr(k))
+            i = int(k) % n
+            starts.append(i)
+            limits.append(i + 1)
+            strides.append(1)
+        axis += 1
+    if (starts, limits) != ([0] * t.ndim, list(t.shape)) or any(st != 1 for st in strides):
+        t = s.slice(t, SliceConfig(starts, limits, strides))
+    if flips:
+        t = s.rev(t, flips)
+    if tuple(out_shape) != t.shape:
+        t = s.reshape(t, tuple(out_shape))  # drops or adds size-1 axes only: order unchanged
+    return wrap(t)
+
+
+def stack_nested(obj: Any) -> Any:
+    """np.array of nested lists that hold arrays of the session: stacked along new leading axes."""
+    if isinstance(obj, ndarray):
+        return obj
+    if isinstance(obj, (list, tuple)):
+        items = [stack_nested(o) for o in obj]
+        if any(isinstance(i, ndarray) for i in items):
+            s = session("array")
+            dtype = result_dtype(*items)
+            ts = [lift(s, i, dtype) for i in items]
+            shape = ts[0].shape
+            if any(t.shape != shape for t in ts):
+                raise ShapeMismatch("array", "nested sequences of one shape", str([list(t.shape) for t in ts]))
+            return wrap(s.concatenate([s.reshape(t, (1,) + shape) for t in ts], 0))
+        return np.asarray(items)
+    return obj
+
+
+
+# --- squeeze and the products built on einsum -----------------------------------------------------
+
+
+def squeeze(a: Any, axis: Any = None) -> Any:
+    if not tracked(a):
+        return np.squeeze(a, axis)
+    x = as_array("squeeze", a)
+    axes = tuple(i for i, n in enumerate(x.shape) if n == 1) if axis is None else normalize_axes("squeeze", axis,
+                                                                                                   x.ndim)
+    if any(x.shape[i] != 1 for i in axes):
+        raise ShapeMismatch("squeeze", "axes of size 1", str([x.shape[i] for i in axes]))
+    return reshape(x, tuple(n for i, n in enumerate(x.shape) if i not in axes))
+
+
+def einsum(subscripts: str, *operands_: Any) -> Any:
+    """NumPy's einsum (the operands promoted to one dtype)."""
+    if not tracked(*operands_):
+        return np.einsum(subscripts, *operands_)
+    s = session("einsum")
+    dtype = result_dtype(*operands_)
+    return wrap(s.einsum([lift(s, stack_nested(x), dtype) for x in operands_], subscripts))
+
+
+def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
+    """NumPy's tensordot: the last ``axes`` of a against the first of b, or the listed pairs."""
+    if not tracked(a, b):
+        return np.tensordot(a, b, axes)
+    x, y = as_array("tensordot", a), as_array("tensordot", b)
+    if isinstance(axes, (int, np.integer)):
+        left, right = list(range(x.ndim - axes, x.ndim)), list(range(axes))
+    else:
+        left, right = ([axes[0]] if isinstance(axes[0], (int, np.integer)) else list(axes[0]),
+                       [axes[1]] if isinstance(axes[1], (int, np.integer)) else list(axes[1]))
+    left = [normalize_axis("tensordot", i, x.ndim) for i in left]
+    right = [normalize_axis("tensordot", i, y.ndim) for i in right]
+    if len(left) != len(right):
+        raise InvalidArgument("tensordot", "as many axes of a as of b", f"{len(left)} and {len(right)}")
+    letters = string.ascii_letters[: x.ndim + y.ndim]
+    sub_x, sub_y = list(letters[: x.ndim]), list(letters[x.ndim:])
+    for i, j in zip(left, right):
+        sub_y[j] = sub_x[i]
+    out = [c for k, c in enumerate(sub_x) if k not in left] + [c for k, c in enumerate(sub_y) if k not in right]
+    return einsum(f"{''.join(sub_x)},{''.join(sub_y)}->{''.join(out)}", x, y)
+
+
+def dot(a: Any, b: Any) -> Any:
+    """NumPy's dot: a product with a scalar; else the last axis of a against the second-to-last
+    of b (the only one of a vector)."""
+    if not tracked(a, b):
+        return np.dot(a, b)
+    x, y = as_array("dot", a), as_array("dot", b)
+    if x.ndim == 0 or y.ndim == 0:
+        return binary("mul", x, y)
+    return tensordot(x, y, ([x.ndim - 1], [0 if y.ndim == 1 else y.ndim - 2]))

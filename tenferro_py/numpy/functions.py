@@ -1,0 +1,499 @@
+"""NumPy's functions on :class:`~tenferro_py.numpy.ndarray`, each written with session ops.
+
+Every function works two ways: inside a session (``with_eager_session``, ``tnp.session()`` or a
+transform) it takes arrays, NumPy data and numbers and returns arrays of the session, with
+derivatives; outside one, given only NumPy data, it is NumPy's own function. Rearrangements
+NumPy defines by indices (diagonal, roll, repeat, rot90, …) are computed by NumPy on an array
+of positions and applied as one gather, so they are NumPy's in every detail.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import InvalidArgument, ShapeMismatch
+from .array import (
+    as_array,
+    binary,
+    dot,
+    einsum,
+    broadcast_shapes,
+    broadcast_to_shape,
+    in_session,
+    lift,
+    matmul,
+    ndarray,
+    normalize_axes,
+    normalize_axis,
+    operands,
+    power,
+    reduce,
+    reshape,
+    result_dtype,
+    session,
+    squeeze,
+    stack_nested,
+    tensordot,
+    tracked,
+    transpose,
+    wrap,
+)
+
+__all__ = [
+    "abs", "absolute", "add", "amax", "amin", "arccos", "arcsin", "arctan", "array", "asarray", "broadcast_to",
+    "clip", "concatenate", "conj", "conjugate", "cos", "cosh", "cumsum", "diag", "diagonal", "divide", "dot",
+    "einsum", "exp", "exp2", "expand_dims", "expm1", "eye", "flip", "fliplr", "flipud", "full", "hstack", "imag",
+    "inner", "kron", "linspace", "log", "log10", "log1p", "log2", "matmul", "max", "maximum", "mean", "min",
+    "minimum", "moveaxis", "multiply", "negative", "ones", "ones_like", "outer", "power", "prod", "ravel", "real",
+    "reciprocal", "repeat", "reshape", "roll", "rot90", "sign", "sin", "sinh", "sqrt", "square", "squeeze",
+    "stack", "std", "subtract", "sum", "swapaxes", "tan", "tanh", "tensordot", "tile", "trace", "transpose",
+    "tril", "triu", "true_divide", "var", "vstack", "where", "zeros", "zeros_like", "arange", "append", "nan_to_num",
+]
+
+
+
+
+# --- elementwise -----------------------------------------------------------------------------------
+
+
+def _unary(name: str, op: str) -> Callable[[Any], Any]:
+    numpy_fn = getattr(np, name)
+
+    def fn(x: Any) -> Any:
+        if not tracked(x):
+            return numpy_fn(x)
+        s = session(name)
+        return wrap(getattr(s, op)(lift(s, x)))
+
+    fn.__name__ = name
+    fn.__doc__ = f"NumPy's {name}, differentiable."
+    return fn
+
+
+exp, log, sqrt, square = _unary("exp", "exp"), _unary("log", "log"), _unary("sqrt", "sqrt"), _unary("square", "square")
+sin, cos, tan = _unary("sin", "sin"), _unary("cos", "cos"), _unary("tan", "tan")
+sinh, cosh, tanh = _unary("sinh", "sinh"), _unary("cosh", "cosh"), _unary("tanh", "tanh")
+arcsin, arccos, arctan = _unary("arcsin", "arcsin"), _unary("arccos", "arccos"), _unary("arctan", "arctan")
+log1p, expm1 = _unary("log1p", "log1p"), _unary("expm1", "expm1")
+abs = absolute = _unary("absolute", "abs")  # noqa: A001 (NumPy's name)
+sign, negative = _unary("sign", "sign"), _unary("negative", "neg")
+conj = conjugate = _unary("conjugate", "conj")
+real, imag = _unary("real", "real"), _unary("imag", "imag")
+
+
+def log10(x: Any) -> Any:
+    return np.log10(x) if not tracked(x) else log(x) * (1.0 / math.log(10.0))
+
+
+def log2(x: Any) -> Any:
+    return np.log2(x) if not tracked(x) else log(x) * (1.0 / math.log(2.0))
+
+
+def exp2(x: Any) -> Any:
+    return np.exp2(x) if not tracked(x) else exp(multiply(x, math.log(2.0)))
+
+
+def reciprocal(x: Any) -> Any:
+    return np.reciprocal(x) if not tracked(x) else divide(1.0, x)
+
+
+def add(a: Any, b: Any) -> Any:
+    return binary("add", a, b)
+
+
+def subtract(a: Any, b: Any) -> Any:
+    return binary("sub", a, b)
+
+
+def multiply(a: Any, b: Any) -> Any:
+    return binary("mul", a, b)
+
+
+def divide(a: Any, b: Any) -> Any:
+    return binary("div", a, b)
+
+
+true_divide = divide
+
+
+def _extremum(name: str) -> Callable[[Any, Any], Any]:
+    def fn(a: Any, b: Any) -> Any:
+        if not tracked(a, b):
+            return getattr(np, name)(a, b)
+        s, (x, y) = operands(name, a, b)
+        return wrap(getattr(s, name)(x, y))
+
+    fn.__name__ = name
+    fn.__doc__ = f"NumPy's {name}; at a tie each operand gets half the derivative (as JAX)."
+    return fn
+
+
+maximum, minimum = _extremum("maximum"), _extremum("minimum")
+
+
+def where(condition: Any, x: Any, y: Any) -> Any:
+    """x where condition holds, else y, broadcast; the condition is a constant for AD."""
+    if not tracked(x, y):
+        return np.where(condition, x, y)
+    s, (a, b) = operands("where", x, y)
+    mask = np.asarray(np.asarray(condition) != 0, dtype=np.float64)
+    shape = broadcast_shapes("where", mask.shape, a.shape)
+    cond = broadcast_to_shape(s, lift(s, mask), shape)
+    return wrap(s.where(cond, broadcast_to_shape(s, a, shape), broadcast_to_shape(s, b, shape)))
+
+
+def clip(a: Any, a_min: Any, a_max: Any) -> Any:
+    if not tracked(a):
+        return np.clip(a, a_min, a_max)
+    out = a
+    if a_min is not None:
+        out = maximum(out, a_min)
+    if a_max is not None:
+        out = minimum(out, a_max)
+    return out
+
+
+# --- reductions ------------------------------------------------------------------------------------
+
+
+def sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    return reduce("sum", a, axis, keepdims, dtype, out)
+
+
+def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    return reduce("mean", a, axis, keepdims, dtype, out)
+
+
+def prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    return reduce("prod", a, axis, keepdims, dtype, out)
+
+
+def max(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """NumPy's max; where it is attained more than once the derivative is shared (as JAX)."""
+    return reduce("max", a, axis, keepdims, None, out)
+
+
+def min(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """NumPy's min; where it is attained more than once the derivative is shared (as JAX)."""
+    return reduce("min", a, axis, keepdims, None, out)
+
+
+amax, amin = max, min
+
+
+def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    """NumPy's var: the mean of |a − mean(a)|² over n − ddof."""
+    a = stack_nested(a)
+    if not tracked(a):
+        return np.var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+    x = asarray(a)
+    axes = normalize_axes("var", axis, x.ndim)
+    n = math.prod(x.shape[i] for i in axes)
+    deviation = x - mean(x, axes, keepdims=True)
+    squared = real(deviation * conj(deviation)) if x.dtype.kind == "c" else deviation * deviation
+    return sum(squared, axes, keepdims=keepdims) * (1.0 / (n - ddof))
+
+
+def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    a = stack_nested(a)
+    if not tracked(a):
+        return np.std(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+    return sqrt(var(a, axis, dtype, out, ddof, keepdims))
+
+
+def cumsum(a: Any, axis: Any = None) -> Any:
+    """NumPy's cumsum (over the flattened array when axis is None), as a product with a triangle of ones."""
+    if not tracked(a):
+        return np.cumsum(a, axis=axis)
+    x = asarray(a)
+    if axis is None:
+        x, axis = ravel(x), 0
+    axis = normalize_axis("cumsum", axis, x.ndim)
+    n = x.shape[axis]
+    lower = np.tril(np.ones((n, n), dtype=x.dtype))
+    letters = string.ascii_letters[: x.ndim]
+    spec = f"{letters},{letters[axis].upper()}{letters[axis]}->" + letters.replace(letters[axis],
+                                                                                 letters[axis].upper())
+    s = session("cumsum")
+    return wrap(s.einsum([x.tensor, lift(s, lower)], spec))
+
+
+# --- construction ------------------------------------------------------------------------------------
+
+
+def array(obj: Any, dtype: Any = None) -> Any:
+    """NumPy's array; nested sequences that hold arrays of the session are stacked, with derivatives."""
+    stacked = stack_nested(obj)
+    if isinstance(stacked, ndarray):
+        return stacked if dtype is None else stacked.astype(dtype)
+    return np.array(stacked, dtype=dtype)
+
+
+def asarray(obj: Any, dtype: Any = None) -> Any:
+    """An array of the session for anything array-like inside one (NumPy data becomes a constant)."""
+    out = array(obj, dtype) if not isinstance(obj, ndarray) else (obj if dtype is None else obj.astype(dtype))
+    return as_array("asarray", out) if in_session() else out
+
+
+def zeros(shape: Any, dtype: Any = float) -> np.ndarray:
+    return np.zeros(shape, dtype)
+
+
+def ones(shape: Any, dtype: Any = float) -> np.ndarray:
+    return np.ones(shape, dtype)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None) -> np.ndarray:
+    return np.full(shape, fill_value, dtype)
+
+
+def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = float) -> np.ndarray:
+    return np.eye(n, m, k, dtype)
+
+
+def arange(*args: Any, **kwargs: Any) -> np.ndarray:
+    return np.arange(*args, **kwargs)
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True) -> Any:
+    """NumPy's linspace, differentiable in start and stop."""
+    if not tracked(start, stop):
+        return np.linspace(start, stop, num, endpoint)
+    steps = (num - 1 if endpoint else num) or 1
+    fractions = np.arange(num, dtype=float) / steps
+    if endpoint and num > 1:
+        fractions[-1] = 1.0  # stop exactly, as NumPy
+    return add(multiply(asarray(start), 1.0 - fractions), multiply(asarray(stop), fractions))
+
+
+def append(arr: Any, values: Any, axis: Any = None) -> Any:
+    """NumPy's append: both flattened and joined when axis is None."""
+    if not tracked(arr, values):
+        return np.append(arr, values, axis)
+    a, v = asarray(arr), asarray(values)
+    if axis is None:
+        return concatenate([ravel(a), ravel(v)], 0)
+    return concatenate([a, v], axis)
+
+
+def nan_to_num(x: Any, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
+    """NumPy's nan_to_num: the replaced entries are constants (zero derivative), the others pass."""
+    if not tracked(x):
+        return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+    a = asarray(x)
+    values = np.asarray(a)
+    return where(np.isfinite(values), a, np.nan_to_num(values, nan=nan, posinf=posinf, neginf=neginf))
+
+
+def zeros_like(a: Any, dtype: Any = None) -> np.ndarray:
+    return np.zeros(np.shape(a), dtype if dtype is not None else _dtype_of(a))
+
+
+def ones_like(a: Any, dtype: Any = None) -> np.ndarray:
+    return np.ones(np.shape(a), dtype if dtype is not None else _dtype_of(a))
+
+
+def _dtype_of(a: Any) -> np.dtype:
+    return a.dtype if isinstance(a, ndarray) else np.asarray(a).dtype
+
+
+# --- shape -------------------------------------------------------------------------------------------
+
+
+def ravel(a: Any) -> Any:
+    return reshape(a, (-1,))
+
+
+def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    if not tracked(a):
+        return np.swapaxes(a, axis1, axis2)
+    x = asarray(a)
+    perm = list(range(x.ndim))
+    i, j = normalize_axis("swapaxes", axis1, x.ndim), normalize_axis("swapaxes", axis2, x.ndim)
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(x, perm)
+
+
+def moveaxis(a: Any, source: Any, destination: Any) -> Any:
+    if not tracked(a):
+        return np.moveaxis(a, source, destination)
+    x = asarray(a)
+    sources = normalize_axes("moveaxis", source, x.ndim)
+    destinations = normalize_axes("moveaxis", destination, x.ndim)
+    if len(sources) != len(destinations):
+        raise InvalidArgument("moveaxis", "as many destinations as sources", f"{len(destinations)} and {len(sources)}")
+    order = [i for i in range(x.ndim) if i not in sources]
+    for dest, src in sorted(zip(destinations, sources)):
+        order.insert(dest, src)
+    return transpose(x, order)
+
+
+def expand_dims(a: Any, axis: Any) -> Any:
+    if not tracked(a):
+        return np.expand_dims(a, axis)
+    x = asarray(a)
+    return reshape(x, np.expand_dims(np.empty(x.shape, dtype=np.bool_), axis).shape)
+
+
+def broadcast_to(a: Any, shape: Any) -> Any:
+    if not tracked(a):
+        return np.broadcast_to(a, shape)
+    s = session("broadcast_to")
+    return wrap(broadcast_to_shape(s, lift(s, a), tuple(shape)))
+
+
+def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
+    if not tracked(*arrays):
+        return np.concatenate(arrays, axis)
+    s = session("concatenate")
+    dtype = result_dtype(*arrays)
+    ts = [lift(s, a, dtype) for a in arrays]
+    if any(t.ndim == 0 for t in ts):
+        raise InvalidArgument("concatenate", "arrays of rank >= 1", "a 0-d array")
+    return wrap(s.concatenate(ts, normalize_axis("concatenate", axis, ts[0].ndim)))
+
+
+def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
+    if not tracked(*arrays):
+        return np.stack(arrays, axis)
+    xs = [asarray(a) for a in arrays]
+    axis = normalize_axis("stack", axis, xs[0].ndim + 1)
+    return concatenate([expand_dims(x, axis) for x in xs], axis)
+
+
+def hstack(arrays: Sequence[Any]) -> Any:
+    if not tracked(*arrays):
+        return np.hstack(arrays)
+    xs = [asarray(a) for a in arrays]
+    xs = [reshape(x, (1,)) if x.ndim == 0 else x for x in xs]
+    return concatenate(xs, 0 if xs[0].ndim == 1 else 1)
+
+
+def vstack(arrays: Sequence[Any]) -> Any:
+    if not tracked(*arrays):
+        return np.vstack(arrays)
+    xs = [asarray(a) for a in arrays]
+    return concatenate([reshape(x, (1, -1)) if x.ndim < 2 else x for x in xs], 0)
+
+
+def _rearranged(op: str, a: Any, by_positions: Callable[[np.ndarray], np.ndarray]) -> ndarray:
+    """The array NumPy's ``by_positions`` makes of a (an index-only rearrangement), as one gather."""
+    x = asarray(a)
+    positions = by_positions(np.arange(x.size).reshape(x.shape))
+    s = session(op)
+    flat = reshape(x, (-1,)).tensor
+    return reshape(wrap(s.take(flat, positions.ravel().tolist(), 0)), positions.shape)
+
+
+def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    if not tracked(a):
+        return np.diagonal(a, offset, axis1, axis2)
+    return _rearranged("diagonal", a, lambda p: np.diagonal(p, offset, axis1, axis2))
+
+
+def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    if not tracked(a):
+        return np.trace(a, offset, axis1, axis2)
+    return sum(diagonal(a, offset, axis1, axis2), -1)
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """NumPy's diag: the k-th diagonal of a matrix, or the matrix with a vector on it."""
+    if not tracked(v):
+        return np.diag(v, k)
+    x = asarray(v)
+    if x.ndim == 2:
+        return diagonal(x, k)
+    if x.ndim != 1:
+        raise InvalidArgument("diag", "a vector or a matrix", f"shape {list(x.shape)}")
+    n = x.shape[0] + (k if k >= 0 else -k)
+    rows = np.arange(x.shape[0]) + (0 if k >= 0 else -k)
+    cols = rows + k
+    place = np.zeros((x.shape[0], n * n))
+    place[np.arange(x.shape[0]), rows * n + cols] = 1.0
+    return reshape(dot(x, place.astype(x.dtype)), (n, n))
+
+
+def triu(m: Any, k: int = 0) -> Any:
+    if not tracked(m):
+        return np.triu(m, k)
+    x = asarray(m)
+    return where(np.triu(np.ones(x.shape[-2:]), k), x, 0.0)
+
+
+def tril(m: Any, k: int = 0) -> Any:
+    if not tracked(m):
+        return np.tril(m, k)
+    x = asarray(m)
+    return where(np.tril(np.ones(x.shape[-2:]), k), x, 0.0)
+
+
+def flip(m: Any, axis: Any = None) -> Any:
+    if not tracked(m):
+        return np.flip(m, axis)
+    x = asarray(m)
+    return wrap(session("flip").rev(x.tensor, normalize_axes("flip", axis, x.ndim)))
+
+
+def flipud(m: Any) -> Any:
+    return flip(m, 0) if tracked(m) else np.flipud(m)
+
+
+def fliplr(m: Any) -> Any:
+    return flip(m, 1) if tracked(m) else np.fliplr(m)
+
+
+def roll(a: Any, shift: Any, axis: Any = None) -> Any:
+    if not tracked(a):
+        return np.roll(a, shift, axis)
+    return _rearranged("roll", a, lambda p: np.roll(p, shift, axis))
+
+
+def rot90(m: Any, k: int = 1, axes: Sequence[int] = (0, 1)) -> Any:
+    if not tracked(m):
+        return np.rot90(m, k, axes)
+    return _rearranged("rot90", m, lambda p: np.rot90(p, k, axes))
+
+
+def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
+    if not tracked(a):
+        return np.repeat(a, repeats, axis)
+    return _rearranged("repeat", a, lambda p: np.repeat(p, repeats, axis))
+
+
+def tile(a: Any, reps: Any) -> Any:
+    if not tracked(a):
+        return np.tile(a, reps)
+    return _rearranged("tile", a, lambda p: np.tile(p, reps))
+
+
+# --- products -----------------------------------------------------------------------------------------
+
+
+def inner(a: Any, b: Any) -> Any:
+    if not tracked(a, b):
+        return np.inner(a, b)
+    x, y = asarray(a), asarray(b)
+    if x.ndim == 0 or y.ndim == 0:
+        return multiply(x, y)
+    return tensordot(x, y, ([x.ndim - 1], [y.ndim - 1]))
+
+
+def outer(a: Any, b: Any) -> Any:
+    if not tracked(a, b):
+        return np.outer(a, b)
+    return einsum("i,j->ij", ravel(asarray(a)), ravel(asarray(b)))
+
+
+def kron(a: Any, b: Any) -> Any:
+    if not tracked(a, b):
+        return np.kron(a, b)
+    x, y = asarray(a), asarray(b)
+    if x.ndim != 2 or y.ndim != 2:
+        raise InvalidArgument("kron", "two matrices", f"ranks {x.ndim} and {y.ndim}")
+    return reshape(einsum("ij,kl->ikjl", x, y), (x.shape[0] * y.shape[0], x.shape[1] * y.shape[1]))
+

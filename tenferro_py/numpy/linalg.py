@@ -1,0 +1,95 @@
+"""numpy.linalg's svd, eigh, qr, solve, inv and norm on tnp arrays, as the session's linalg ops.
+
+Their rules are the session's (README, "The SVD and eigh rules"). NumPy's defaults are kept
+where they have a derivative: ``svd`` returns (u, s, vh) and computes the thin SVD; the full
+one (``full_matrices=True``, NumPy's default) is refused for a rectangular matrix, whose
+complement has no derivative, and is the thin one for a square matrix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidArgument
+from .array import in_session, lift, ndarray, session, wrap
+
+__all__ = ["eigh", "inv", "norm", "qr", "solve", "svd"]
+
+
+def _tracked(*xs: Any) -> bool:
+    return in_session() or any(isinstance(x, ndarray) for x in xs)
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
+    if not _tracked(a):
+        return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    s = session("svd")
+    x = lift(s, a)
+    if full_matrices and x.ndim >= 2 and x.shape[-1] != x.shape[-2]:
+        raise InvalidArgument("svd", "full_matrices=False for a rectangular matrix (the full factors' "
+                                     "complement has no derivative)", f"shape {list(x.shape)}")
+    u, sv, vt = s.svd(x)
+    return (wrap(u), wrap(sv), wrap(vt)) if compute_uv else wrap(sv)
+
+
+def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
+    """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix (its Hermitian part is read;
+    NumPy reads one triangle, the same for Hermitian input)."""
+    if not _tracked(a):
+        return np.linalg.eigh(a, UPLO)
+    s = session("eigh")
+    w, v = s.eigh(lift(s, a))
+    return wrap(w), wrap(v)
+
+
+def qr(a: Any, mode: str = "reduced") -> Any:
+    if not _tracked(a):
+        return np.linalg.qr(a, mode)
+    if mode != "reduced":
+        raise InvalidArgument("qr", "mode='reduced' (the thin QR, which has a derivative)", repr(mode))
+    s = session("qr")
+    q, r = s.qr(lift(s, a))
+    return wrap(q), wrap(r)
+
+
+def solve(a: Any, b: Any) -> Any:
+    if not _tracked(a, b):
+        return np.linalg.solve(a, b)
+    from .array import result_dtype
+
+    s = session("solve")
+    dtype = result_dtype(a, b)
+    return wrap(s.solve(lift(s, a, dtype), lift(s, b, dtype)))
+
+
+def inv(a: Any) -> Any:
+    if not _tracked(a):
+        return np.linalg.inv(a)
+    s = session("inv")
+    return wrap(s.inv(lift(s, a)))
+
+
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
+    """numpy.linalg.norm: of a vector or a matrix (axis None), or vector norms along ``axis``."""
+    if not _tracked(x):
+        return np.linalg.norm(x, ord, axis, keepdims)
+    from . import functions as fn
+
+    a = fn.asarray(x)
+    if axis is None and a.ndim in (1, 2) and not keepdims:
+        s = session("norm")
+        return wrap(s.norm(a.tensor, ord))
+    if axis is None:
+        if ord is not None:
+            raise InvalidArgument("norm", "ord None for an array of rank > 2 without axis", repr(ord))
+        axis = tuple(range(a.ndim))
+    magnitude = fn.abs(a)
+    if ord in (None, 2):
+        return fn.sqrt(fn.sum(magnitude * magnitude, axis, keepdims))
+    if ord == 1:
+        return fn.sum(magnitude, axis, keepdims)
+    if ord == np.inf:
+        return fn.max(magnitude, axis, keepdims)
+    raise InvalidArgument("norm", "ord None, 1, 2 or inf for norms along an axis", repr(ord))

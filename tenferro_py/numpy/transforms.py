@@ -1,0 +1,183 @@
+"""JAX-style function transforms on the eager runtime: grad, value_and_grad, jvp, vjp, hvp.
+
+At top level a transform opens a session of its own (a fresh runtime; ``engine`` or a serial
+one), runs the function on NumPy data made tracked, differentiates, and returns NumPy arrays.
+Inside a session (``tnp.session()``, ``with_eager_session``, or another transform) it works on
+that session's runtime and returns arrays of the session, themselves differentiable: so
+``grad(grad(f))`` and ``jvp(grad(f), …)`` are higher derivatives. An argument that is already
+tracked enters as a recorded copy, so that derivatives with respect to it are taken through
+that argument alone (no perturbation confusion with a closure over the same value).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from ..engine import CpuEngine
+from ..errors import InvalidArgument, NonScalarGrad
+from ..runtime import EagerRuntime, current_session
+from ..session import EagerSession
+from ..tape import EagerTensor
+from ..tensor import Tensor
+from ..testing import check_grads as _check_session_grads
+from .array import host_dtype, lift, ndarray, wrap
+
+__all__ = ["check_grads", "grad", "hvp", "jvp", "session", "value_and_grad", "vjp"]
+
+
+@contextlib.contextmanager
+def session(engine: CpuEngine | None = None, runtime: EagerRuntime | None = None) -> Iterator[EagerSession]:
+    """A session for NumPy-style code: ``with tnp.session(): ...`` (serial engine, fresh runtime by default).
+
+    Inside, tnp's functions and operators record on its tape, and transforms return arrays of
+    it instead of NumPy data.
+    """
+    rt = runtime if runtime is not None else EagerRuntime()
+    with rt.session(engine if engine is not None else CpuEngine.serial()) as s:
+        yield s
+
+
+def _argnums(op: str, argnums: Any, count: int) -> tuple[tuple[int, ...], bool]:
+    """(the differentiated positions, whether one was asked for as an int)."""
+    single = isinstance(argnums, (int, np.integer))
+    nums = (argnums,) if single else tuple(argnums)
+    if not nums or any(not isinstance(i, (int, np.integer)) or not -count <= i < count for i in nums):
+        raise InvalidArgument(op, f"argnums among the {count} arguments", repr(argnums))
+    return tuple(int(i) % count for i in nums), single
+
+
+def _entered(s: EagerSession, x: Any) -> EagerTensor:
+    """A differentiated argument as a tracked tensor of s: a recorded copy of a tracked one, a
+    fresh variable of anything else."""
+    if isinstance(x, ndarray):
+        x = x.tensor
+    if isinstance(x, EagerTensor) and x.is_tracked:
+        return s.scale_real(x, 1.0)
+    value = x.value().to_numpy() if isinstance(x, EagerTensor) else np.asarray(x, dtype=host_dtype(x))
+    return s.runtime.variable_from(Tensor(value))
+
+
+def _run(body: Callable[[EagerSession, bool], Any]) -> Any:
+    """body(session, nested) in the running session, or in one of its own."""
+    s = current_session()
+    if s is not None:
+        return body(s, True)
+    with session() as s:
+        return body(s, False)
+
+
+def _out(op: str, s: EagerSession, y: Any) -> EagerTensor:
+    if isinstance(y, (tuple, list)):
+        raise InvalidArgument(op, "a function returning one array", f"a {type(y).__name__} of {len(y)}")
+    return lift(s, y)
+
+
+def _result(x: Any, nested: bool) -> Any:
+    """An array of the session inside one; NumPy data at top level."""
+    if nested:
+        return wrap(x) if isinstance(x, EagerTensor) else x
+    return x.value().to_numpy() if isinstance(x, EagerTensor) else x
+
+
+def _zeros_like(x: EagerTensor) -> Tensor:
+    return Tensor.adopt(np.zeros(x.shape, x.dtype))
+
+
+def value_and_grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = None) -> Callable[..., Any]:
+    """f's value and its gradient with respect to the arguments at ``argnums`` (``argnum``, as
+    autograd spells it), for f returning a real scalar. The gradient of complex arguments is
+    ∂L/∂Re z + i ∂L/∂Im z (README: the complex convention)."""
+    wanted = argnum if argnum is not None else argnums
+
+    def transformed(*args: Any) -> tuple[Any, Any]:
+        nums, single = _argnums("grad", wanted, len(args))
+
+        def body(s: EagerSession, nested: bool) -> tuple[Any, Any]:
+            xs = list(args)
+            for i in nums:
+                xs[i] = wrap(_entered(s, xs[i]))
+            y = _out("grad", s, f(*xs))
+            if y.shape != () or y.dtype.kind == "c":
+                raise NonScalarGrad("grad", "a function returning a real scalar", f"shape {list(y.shape)} {y.dtype}")
+            wrt = [xs[i].tensor for i in nums]
+            grads = (s.runtime.grad_optional(s.engine, y, wrt) if y.is_tracked else [None] * len(wrt))
+            grads = [g if g is not None else s.constant_from(_zeros_like(w)) for g, w in zip(grads, wrt)]
+            out = [_result(g, nested) for g in grads]
+            return _result(y, nested), (out[0] if single else tuple(out))
+
+        return _run(body)
+
+    return transformed
+
+
+def grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = None) -> Callable[..., Any]:
+    """The gradient of f (a real scalar) with respect to the arguments at ``argnums``."""
+    both = value_and_grad(f, argnums, argnum=argnum)
+    return lambda *args: both(*args)[1]
+
+
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """(f(*primals), its derivative along ``tangents``): forward mode."""
+    if len(primals) != len(tangents):
+        raise InvalidArgument("jvp", f"one tangent per primal ({len(primals)})", f"{len(tangents)}")
+
+    def body(s: EagerSession, nested: bool) -> tuple[Any, Any]:
+        xs = [_entered(s, p) for p in primals]
+        y = _out("jvp", s, f(*[wrap(x) for x in xs]))
+        dtypes = [x.dtype for x in xs]
+        ts = [lift(s, t, d) for t, d in zip(tangents, dtypes)]
+        for t, x in zip(ts, xs):
+            if t.shape != x.shape:
+                raise InvalidArgument("jvp", f"a tangent of its primal's shape {list(x.shape)}", f"{list(t.shape)}")
+        dy = s.runtime.jvp_optional(s.engine, y, xs, ts) if y.is_tracked else None
+        if dy is None:
+            dy = s.constant_from(_zeros_like(y))
+        return _result(y, nested), _result(dy, nested)
+
+    return _run(body)
+
+
+def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
+    """(f(*primals), pullback): pullback(ȳ) is the tuple of cotangents of the primals, the
+    adjoint of the JVP under Re⟨·,·⟩."""
+
+    def body(s: EagerSession, nested: bool) -> tuple[Any, Callable[[Any], tuple]]:
+        rt = s.runtime
+        xs = [_entered(s, p) for p in primals]
+        y = _out("vjp", s, f(*[wrap(x) for x in xs]))
+
+        def pullback(ct: Any) -> tuple:
+            def pull(s2: EagerSession, inner: bool) -> tuple:
+                cot = lift(s2, ct, y.dtype)
+                if cot.shape != y.shape:
+                    raise InvalidArgument("vjp", f"a cotangent of the output's shape {list(y.shape)}",
+                                          f"{list(cot.shape)}")
+                cts = rt.vjp_optional(s2.engine, y, xs, cot) if y.is_tracked else [None] * len(xs)
+                return tuple(_result(c if c is not None else s2.constant_from(_zeros_like(x)), nested)
+                             for c, x in zip(cts, xs))
+
+            inner_session = current_session()
+            if inner_session is not None and inner_session.runtime is rt:
+                return pull(inner_session, True)
+            with rt.session(s.engine if nested else CpuEngine.serial()) as s2:
+                return pull(s2, False)
+
+        return _result(y, nested), pullback
+
+    return _run(body)
+
+
+def hvp(f: Callable[..., Any], x: Any, v: Any) -> Any:
+    """The Hessian of f (a real scalar) at x times v: forward mode over the gradient."""
+    return jvp(grad(f), (x,), (v,))[1]
+
+
+def check_grads(f: Callable[..., Any], args: Sequence[Any], modes: Sequence[str] = ("fwd", "rev"), order: int = 2,
+                **options: Any) -> None:
+    """:func:`tenferro_py.testing.check_grads` for a NumPy-style ``f(*arrays) -> array``: its JVP
+    and VJP against central differences, to ``order``, with respect to every argument."""
+    _check_session_grads(lambda s, *xs: lift(s, f(*[wrap(x) for x in xs])), [np.asarray(a) for a in args],
+                         modes, order, **options)

@@ -348,3 +348,57 @@ def test_concatenate_errors(rt, run):
         run(lambda s: s.concatenate([a, a], 2))
     with pytest.raises(tf.InvalidArgument, match="concatenate: expected a non-empty list"):
         run(lambda s: s.concatenate([], 0))
+
+
+# --- rev, take, scatter_add, convert ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("axes", [(0,), (1,), (0, 2), ()])
+def test_rev(rt, run, rng, axes):
+    a = rng.standard_normal((2, 3, 4))
+    y = run(lambda s: s.rev(rt.constant_from(tf.Tensor(a)), axes))
+    np.testing.assert_array_equal(y.value().to_numpy(), np.flip(a, axes))
+    check_grads(lambda s, x: s.rev(x, axes), [a], order=2)
+
+
+@pytest.mark.parametrize("indices, axis", [([0, 2, 2, -1], 1), ([1], 0), ([], 2), ([3, 0, 3, 3], 2)])
+def test_take_and_its_transpose_scatter_add(rt, run, rng, indices, axis):
+    a = rng.standard_normal((2, 3, 4))
+    y = run(lambda s: s.take(rt.constant_from(tf.Tensor(a)), indices, axis))
+    np.testing.assert_array_equal(y.value().to_numpy(), np.take(a, indices, axis))
+    check_grads(lambda s, x: s.take(x, indices, axis), [a], order=2)
+    b = rng.standard_normal(y.shape)
+    z = run(lambda s: s.scatter_add(rt.constant_from(tf.Tensor(b)), indices, axis, a.shape[axis]))
+    expected = np.zeros(a.shape)
+    np.add.at(np.moveaxis(expected, axis, 0), indices, np.moveaxis(b, axis, 0))
+    np.testing.assert_array_equal(z.value().to_numpy(), expected)  # repeated indices add up
+    check_grads(lambda s, x: s.scatter_add(x, indices, axis, a.shape[axis]), [b], order=2)
+
+
+@pytest.mark.parametrize("source, target", [(np.float64, np.float32), (np.float32, np.float64),
+                                            (np.float64, np.complex128), (np.complex128, np.complex64)])
+def test_convert(rt, run, rng, source, target):
+    a = rng.standard_normal((2, 3)).astype(source)
+    y = run(lambda s: s.convert(rt.constant_from(tf.Tensor(a)), target))
+    assert y.dtype == target
+    np.testing.assert_array_equal(y.value().to_numpy(), a.astype(target))
+    if np.dtype(source).itemsize <= np.dtype(target).itemsize or np.dtype(target).kind == "c":
+        x = rt.variable_from(tf.Tensor(a))
+        out = rt.with_eager_session(tf.CpuEngine.serial(), lambda s: s.convert(x, target))
+        w = (rng.standard_normal((2, 3)) + (1j * rng.standard_normal((2, 3)) if np.dtype(target).kind == "c" else 0))
+        g = rt.vjp(tf.CpuEngine.serial(), out, x, tf.Tensor(w.astype(target))).value().to_numpy()
+        np.testing.assert_allclose(g, (w.real if np.dtype(source).kind == "f" else w).astype(source), rtol=1e-6)
+
+
+def test_index_op_errors(run):
+    x = tf.Tensor(np.ones((2, 3)))
+    with pytest.raises(tf.InvalidArgument, match=r"^take: expected indices in \[-3, 3\) \(axis 1 of size 3\), got \[3\]"):
+        run(lambda s: s.take(x, [0, 3], 1))
+    with pytest.raises(tf.InvalidArgument, match=r"^take: expected indices: a sequence of ints"):
+        run(lambda s: s.take(x, [0.5], 1))
+    with pytest.raises(tf.ShapeMismatch, match=r"^scatter_add: expected axis 1 of size 2"):
+        run(lambda s: s.scatter_add(x, [0, 1], 1, 4))
+    with pytest.raises(tf.DTypeMismatch, match=r"^convert: expected a complex dtype for complex input"):
+        run(lambda s: s.convert(tf.Tensor(np.ones(2, np.complex128)), np.float64))
+    with pytest.raises(tf.DTypeMismatch, match=r"^convert: expected float64, float32, complex128 or complex64"):
+        run(lambda s: s.convert(x, np.int32))

@@ -206,7 +206,8 @@ def _numpy_einsum(inputs: tuple[str, ...], output: str) -> Callable[..., np.ndar
         raise InvalidArgument("einsum", f"at most {len(string.ascii_letters)} distinct indices in one step that "
                               "numpy.einsum computes (one operand, or two with a trace or a batch index)",
                               f"{len(symbols)}")
-    spec = (",".join(inputs) + "->" + output).translate(str.maketrans(dict(zip(symbols, string.ascii_letters))))
+    ascii_of: dict[str, str | int | None] = dict(zip(symbols, string.ascii_letters))
+    spec = (",".join(inputs) + "->" + output).translate(str.maketrans(ascii_of))
     return lambda *arrays: np.einsum(spec, *arrays)
 
 

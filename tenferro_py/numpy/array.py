@@ -331,7 +331,8 @@ def power(a: Any, b: Any) -> Any:
     s = session("power")
     if isinstance(b, (int, float, np.integer, np.floating)) and not isinstance(b, bool):
         x = lift(s, a, result_dtype(a, b))
-        return wrap(s.power(x, int(b) if float(b).is_integer() and abs(b) < 2**31 else float(b)))
+        exponent = float(b)
+        return wrap(s.power(x, int(exponent) if exponent.is_integer() and abs(exponent) < 2**31 else exponent))
     s, (x, y) = operands("power", a, b)
     return wrap(s.pow(x, y))
 
@@ -393,7 +394,7 @@ def reshape(x: Any, shape: Any, order: str = "C") -> Any:
     """NumPy's reshape: row-major by default (the session's reshape is column-major: the row-major
     one is that of the transposes); ``order="F"`` is the session's own."""
     if not isinstance(x, ndarray):
-        return np.reshape(x, shape, order=order)
+        return np.reshape(x, shape, order=order)  # type: ignore[call-overload]
     if order not in ("C", "F"):
         raise InvalidArgument("reshape", "order 'C' or 'F'", repr(order))
     dims = target_shape("reshape", x.size, shape)
@@ -571,10 +572,10 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
         return np.tensordot(a, b, axes)
     x, y = as_array("tensordot", a), as_array("tensordot", b)
     if isinstance(axes, (int, np.integer)):
-        left, right = list(range(x.ndim - axes, x.ndim)), list(range(axes))
+        left, right = list(range(x.ndim - int(axes), x.ndim)), list(range(int(axes)))
     else:
-        left, right = ([axes[0]] if isinstance(axes[0], (int, np.integer)) else list(axes[0]),
-                       [axes[1]] if isinstance(axes[1], (int, np.integer)) else list(axes[1]))
+        left, right = ([int(axes[0])] if isinstance(axes[0], (int, np.integer)) else list(axes[0]),
+                       [int(axes[1])] if isinstance(axes[1], (int, np.integer)) else list(axes[1]))
     left = [normalize_axis("tensordot", i, x.ndim) for i in left]
     right = [normalize_axis("tensordot", i, y.ndim) for i in right]
     if len(left) != len(right):

@@ -453,7 +453,7 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     return _rearranged("roll", a, lambda p: np.roll(p, shift, axis))
 
 
-def rot90(m: Any, k: int = 1, axes: Sequence[int] = (0, 1)) -> Any:
+def rot90(m: Any, k: int = 1, axes: Any = (0, 1)) -> Any:
     if not tracked(m):
         return np.rot90(m, k, axes)
     return _rearranged("rot90", m, lambda p: np.rot90(p, k, axes))

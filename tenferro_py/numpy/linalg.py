@@ -24,7 +24,7 @@ def _tracked(*xs: Any) -> bool:
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
     if not _tracked(a):
-        return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+        return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)  # type: ignore[call-overload]
     s = session("svd")
     x = lift(s, a)
     if full_matrices and x.ndim >= 2 and x.shape[-1] != x.shape[-2]:
@@ -38,7 +38,7 @@ def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
     """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix (its Hermitian part is read;
     NumPy reads one triangle, the same for Hermitian input)."""
     if not _tracked(a):
-        return np.linalg.eigh(a, UPLO)
+        return np.linalg.eigh(a, UPLO)  # type: ignore[call-overload]
     s = session("eigh")
     w, v = s.eigh(lift(s, a))
     return wrap(w), wrap(v)
@@ -46,7 +46,7 @@ def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
 
 def qr(a: Any, mode: str = "reduced") -> Any:
     if not _tracked(a):
-        return np.linalg.qr(a, mode)
+        return np.linalg.qr(a, mode)  # type: ignore[call-overload]
     if mode != "reduced":
         raise InvalidArgument("qr", "mode='reduced' (the thin QR, which has a derivative)", repr(mode))
     s = session("qr")

@@ -45,7 +45,7 @@ def check_axes(op: str, what: str, axes: object, rank: int) -> tuple[int, ...]:
 def check_indices(op: str, indices: object) -> tuple[int, ...]:
     """A sequence of ints (bounds are checked by the op against its axis), or InvalidArgument."""
     try:
-        out = tuple(indices)  # type: ignore[call-overload, arg-type]
+        out: tuple = tuple(indices)  # type: ignore[call-overload, arg-type]
     except TypeError:
         raise InvalidArgument(op, "indices: a sequence of ints", repr(indices)) from None
     if not all(is_integer(i) for i in out):

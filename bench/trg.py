@@ -122,6 +122,16 @@ def ported_runner(ks: Sequence[int], width: int) -> Callable[[float], tuple[floa
     return lambda beta: ported_trg.value_and_grad(beta, ks, engine)
 
 
+def numpy_style_runner(ks: Sequence[int]) -> Callable[[float], tuple[float, float]]:
+    """(n): examples/trg_numpy.py, the same TRG in NumPy's spelling through tenferro_py.numpy (one tape)."""
+    import trg_numpy
+
+    import tenferro_py.numpy as tnp
+
+    both = tnp.value_and_grad(trg_numpy.lnz_per_site)
+    return lambda beta: tuple(float(v) for v in both(beta, ks))
+
+
 def curvature_runner(ks: Sequence[int], width: int) -> Callable[[float], tuple[float, float, float]]:
     """(d): the example's value_grad_and_curvature (forward over reverse) on an engine of the given width."""
     engine = CpuEngine(Pool.builder().threads(width).build())
@@ -198,7 +208,8 @@ def compare(args: argparse.Namespace) -> int:
     """The side-by-side table per β and a summary line; 1 when a check fails."""
     ks = schedule(args.chi, args.steps)
     runners: dict[str, Callable] = {"a": floor_runner(ks), "h": handwritten_runner(ks),
-                                    "b": tenferro_runner(ks, args.width), "p": ported_runner(ks, args.width)}
+                                    "b": tenferro_runner(ks, args.width), "p": ported_runner(ks, args.width),
+                                    "n": numpy_style_runner(ks)}
     if args.width > 1:
         runners["b1"] = tenferro_runner(ks, 1)
         runners["p1"] = ported_runner(ks, 1)
@@ -215,7 +226,8 @@ def compare(args: argparse.Namespace) -> int:
              "b": f"examples/ising_trg.py value_and_grad (width {args.width})",
              "p": f"bench/ported_trg.py value_and_grad (width {args.width})", "b1": "b at width 1",
              "p1": "p at width 1", "c": "JAX jit(value_and_grad) (1 BLAS thread)",
-             "d": "value_grad_and_curvature (same width)"}
+             "d": "value_grad_and_curvature (same width)",
+             "n": "examples/trg_numpy.py value_and_grad (tenferro_py.numpy, width 1)"}
     print("# " + ", ".join(f"{k} = {names[k]}" for k in runners), flush=True)
     ok = True
     ratios: dict[str, list[float]] = {}
@@ -223,7 +235,7 @@ def compare(args: argparse.Namespace) -> int:
         results, med = interleaved(runners, beta, args.repeats)
         lnz, grad = results["b"]
         checks = [("a", abs(results["a"] - lnz), None, None)]
-        for name in ("h", "p", "p1", "d", "c"):
+        for name in ("h", "p", "p1", "n", "d", "c"):
             if name in results:
                 tol = JAX_GRAD_TOL if name == "c" else GRAD_TOL
                 checks.append((name, abs(results[name][0] - lnz), abs(results[name][1] - grad), tol))
@@ -234,7 +246,7 @@ def compare(args: argparse.Namespace) -> int:
             text = f"|{name}-b| lnZ/N {d_lnz:.1e}" + ("" if d_grad is None else f" grad {d_grad:.1e}")
             notes.append(text + (" ok" if good else " MISMATCH"))
         row = {"h/a": med["h"] / med["a"], "b/a": med["b"] / med["a"], "p/a": med["p"] / med["a"],
-               "p/b": med["p"] / med["b"]}
+               "p/b": med["p"] / med["b"], "n/a": med["n"] / med["a"]}
         if "b1" in med:
             row[f"b({args.width})/b(1)"] = med["b"] / med["b1"]
             row[f"p({args.width})/p(1)"] = med["p"] / med["p1"]

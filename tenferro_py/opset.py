@@ -260,11 +260,14 @@ class OpSet:
             raise InvalidArgument("transpose", f"a permutation of {x.ndim} axes", f"{list(perm)}")
         return self.bind(_st.transpose, x, perm=perm)[0]
 
-    def reshape(self, x: EagerTensor, shape: Sequence[int]) -> EagerTensor:
-        """Same elements in column-major order, new shape (to the same shape: x itself)."""
+    def reshape(self, x: EagerTensor, shape: Sequence[int], order: str = "F") -> EagerTensor:
+        """Same elements in column-major order (tenferro's; ``order="C"``: row-major, NumPy's), new
+        shape (to the same shape: x itself)."""
         x = self._operand("reshape", x)
         shape = check_shape("reshape", shape)
-        return x if shape == x.shape else self.bind(_st.reshape, x, shape=shape)[0]
+        if order not in ("F", "C"):
+            raise InvalidArgument("reshape", "order 'F' (column-major) or 'C' (row-major)", repr(order))
+        return x if shape == x.shape else self.bind(_st.reshape, x, shape=shape, order=order)[0]
 
     def slice(self, x: EagerTensor, config: SliceConfig) -> EagerTensor:
         """x[starts:limits:strides] per axis (limits exclusive)."""

@@ -196,6 +196,19 @@ def test_reshape_grads(rng, xshape, shape):
     check_grads(lambda s, x: s.reshape(x, shape), [a], modes=("fwd", "rev"), order=2)
 
 
+@pytest.mark.parametrize("xshape,shape", RESHAPES)
+def test_row_major_reshape_is_numpys(rt, run, rng, xshape, shape):
+    a = rng.standard_normal(xshape)
+    y, got = _forward(rt, run, a, lambda s, x: s.reshape(x, shape, "C"))
+    np.testing.assert_array_equal(got, np.reshape(a, shape))
+    check_grads(lambda s, x: s.reshape(x, shape, "C"), [a], modes=("fwd", "rev"), order=2)
+
+
+def test_reshape_order_is_checked(run):
+    with pytest.raises(tf.InvalidArgument, match=r"^reshape: expected order 'F' \(column-major\) or 'C'"):
+        run(lambda s: s.reshape(tf.Tensor(np.ones(4)), (2, 2), "A"))
+
+
 # --- slice --------------------------------------------------------------------------
 
 SLICES = [

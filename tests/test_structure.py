@@ -68,6 +68,10 @@ def test_block_survives_a_reshape_that_keeps_it_a_box(s, rng):
     e, full = block_in_zeros(s, rng, (16, 8), ((0, 16), (0, 3)))
     check(s, s.reshape(e, (4, 4, 8)), full.reshape((4, 4, 8), order="F"), Embedded)
     check(s, s.reshape(s.reshape(e, (4, 4, 8)), (16, 8)), full, Embedded)
+    # row-major (NumPy's), the mirror image: the first k rows of a K × D² matrix to (K, D, D)
+    e, full = block_in_zeros(s, rng, (8, 16), ((0, 3), (0, 16)))
+    check(s, s.reshape(e, (8, 4, 4), "C"), full.reshape((8, 4, 4)), Embedded)
+    check(s, s.reshape(s.reshape(e, (8, 4, 4), "C"), (8, 16), "C"), full, Embedded)
     # rows 1:3 of a (4, 6) reshaped to (2, 2, 6) are no box of the new shape: dense, same numbers
     e, full = block_in_zeros(s, rng, (4, 6), ((1, 3), (0, 6)))
     got = s.reshape(e, (2, 2, 6))

@@ -391,21 +391,13 @@ def target_shape(op: str, size: int, shape: Any) -> tuple[int, ...]:
 
 
 def reshape(x: Any, shape: Any, order: str = "C") -> Any:
-    """NumPy's reshape: row-major by default (the session's reshape is column-major: the row-major
-    one is that of the transposes); ``order="F"`` is the session's own."""
+    """NumPy's reshape: row-major by default; ``order="F"`` is column-major (the tenferro style's)."""
     if not isinstance(x, ndarray):
         return np.reshape(x, shape, order=order)  # type: ignore[call-overload]
     if order not in ("C", "F"):
         raise InvalidArgument("reshape", "order 'C' or 'F'", repr(order))
     dims = target_shape("reshape", x.size, shape)
-    if dims == x.shape:
-        return x
-    s = session("reshape")
-    if order == "F" or x.ndim <= 1 and len(dims) <= 1:
-        return wrap(s.reshape(x.tensor, dims))
-    flipped = s.transpose(x.tensor, tuple(reversed(range(x.ndim)))) if x.ndim > 1 else x.tensor
-    shaped = s.reshape(flipped, tuple(reversed(dims)))
-    return wrap(s.transpose(shaped, tuple(reversed(range(len(dims))))) if len(dims) > 1 else shaped)
+    return x if dims == x.shape else wrap(session("reshape").reshape(x.tensor, dims, order))
 
 
 # --- reductions ---------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ transpose = RULES.define(
 )
 
 
-def _reshape_abstract(x: Aval, shape) -> tuple[Aval]:
+def _reshape_abstract(x: Aval, shape, order) -> tuple[Aval]:
     if math.prod(shape) != math.prod(x.shape):
         raise ShapeMismatch("reshape", f"a shape of {math.prod(x.shape)} elements", f"{list(shape)}")
     return (Aval(shape, x.dtype),)
@@ -209,22 +209,28 @@ def reshaped_box(box: tuple[tuple[int, int], ...], old: tuple[int, ...], new: tu
     return tuple(out)
 
 
-def _reshape_structured(s, x, shape):
-    """A block stays a block where the reshape keeps it a box."""
+def _reshape_structured(s, x, shape, order):
+    """A block stays a block where the reshape keeps it a box (a row-major reshape is the
+    column-major one of the reversed axes)."""
     if type(x) is not Embedded or not x.contiguous:
         return NotImplemented
-    box = reshaped_box(x.box(), x.shape, shape)
+    if order == "F":
+        box = reshaped_box(x.box(), x.shape, shape)
+    else:
+        flipped = reshaped_box(x.box()[::-1], x.shape[::-1], tuple(shape)[::-1])
+        box = None if flipped is None else flipped[::-1]
     if box is None:
         return NotImplemented
-    return (embedded(s.reshape(x.block, [hi - lo for lo, hi in box]), shape, box),)
+    return (embedded(s.reshape(x.block, [hi - lo for lo, hi in box], order), shape, box),)
 
 
+# order "F": column-major, tenferro's (the default); "C": row-major, NumPy's.
 reshape = RULES.define(
     "reshape",
     _reshape_abstract,
-    lambda x, shape: (np.reshape(x, shape, order="F"),),
-    jvp=linear(lambda s, t, shape: s.reshape(t, shape)),
-    vjp=lambda s, c, p, o, needs, shape: (s.reshape(c[0], p[0].shape),),
+    lambda x, shape, order: (np.reshape(x, shape, order=order),),
+    jvp=linear(lambda s, t, shape, order: s.reshape(t, shape, order)),
+    vjp=lambda s, c, p, o, needs, shape, order: (s.reshape(c[0], p[0].shape, order),),
     structured=_reshape_structured,
     structured_rules=True,
 )

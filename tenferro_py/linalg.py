@@ -1,5 +1,7 @@
-"""Linear algebra: the thin SVD and the Hermitian eigendecomposition through LAPACK, with
-derivative rules broadened only where they diverge.
+"""Linear algebra through LAPACK: the thin SVD, the Hermitian eigendecomposition, the thin QR,
+solve, inv and norms, each with JVP and VJP rules written in session ops (so they
+differentiate again); stacks of matrices (..., m, n) go through the same rules one matrix at
+a time.
 
 With A = U S Vᴴ (K = min(m, n)) and C = Uᴴ dA V, the SVD's rules couple singular values i ≠ j by
 (s_j C_ij + s_i C̄_ji)/(s_j² − s_i²) = H_ij/(s_j − s_i) + A_ij/(s_j + s_i), with H and A the
@@ -9,7 +11,8 @@ which equals them to relative (ε s₁/σ)², i.e. to rounding wherever σ > 1e-
 and stays finite where they diverge (both values near 0). Every coefficient is computed from
 values divided by the spectrum's scale (s₁; for eigh max |w|), itself a constant: no squares
 of singular values appear, and the rules of f(c·A) follow from those of f(A) at any scale c.
-The eigendecomposition's rules need 1/(w_j − w_i) only.
+The eigendecomposition's rules need 1/(w_j − w_i) only; the QR's, 1/R_jj (R's pivots), which
+is broadened the same way relative to max |R_jj|.
 
 At exactly repeated (or zero) values the rules give the exact derivative of every
 gauge-invariant loss along the part of dA that keeps the degeneracy, and drop the part that
@@ -27,8 +30,8 @@ import math
 import numpy as np
 import scipy.linalg
 
-from .errors import InvalidArgument, LinalgError, ShapeMismatch
-from .ops.elementwise import cj, lift_real, real_dtype, times_i
+from .errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
+from .ops.elementwise import cj, lift_real, minus, real_dtype, times_i, zero_mask
 from .ops.structural import SliceConfig
 from .opset import composite
 from .rules import RuleSet
@@ -55,9 +58,9 @@ def check_derivative_eps(op: str, eps: object) -> float:
     return float(eps)
 
 
-def _check_finite(op: str, a: np.ndarray) -> None:
+def _check_finite(op: str, a: np.ndarray, what: str = "a matrix") -> None:
     if not np.isfinite(a).all():
-        raise LinalgError(op, "a matrix of finite entries", "inf or NaN entries")
+        raise LinalgError(op, f"{what} of finite entries", "inf or NaN entries")
 
 
 def _svd_abstract(a: Aval, derivative_eps) -> tuple[Aval, Aval, Aval]:
@@ -104,13 +107,12 @@ def _eye(rows: int, cols: int, dtype: np.dtype) -> Tensor:
 
 def spectrum_scale(s, values):
     """The scale ε is relative to, as a constant (no derivative flows through it): the largest |v| of
-    a sorted spectrum (max(|first|, |last|); s₁ for singular values), plus the dtype's smallest
-    normal number, so that a zero spectrum has a scale > 0 and gives zero coefficients, not NaN."""
+    a sorted spectrum (max(|first|, |last|); s₁ for singular values), and 1 for a zero spectrum, whose
+    coefficients are then zero, not NaN, at every order (1/scale enters their derivatives)."""
     n = values.shape[0]
     first, last = s.abs(_columns(s, values, 1, 0)), s.abs(s.slice(values, SliceConfig([n - 1], [n])))
     largest = s.scale_real(s.add(s.add(first, last), s.abs(s.sub(first, last))), 0.5)  # max(a, b) for a, b ≥ 0
-    tiny = s.constant_from(Tensor.adopt(np.full(1, np.finfo(values.dtype).tiny, values.dtype)))
-    return s.constant_from(s.add(largest, tiny))
+    return s.constant_from(s.add(largest, s.bind(zero_mask, largest)[0]))
 
 
 def lorentzian(s, u, eps):
@@ -400,3 +402,429 @@ eigh_p = _RULES.define(
     structured_rules=True,
     cost=lambda in_avals, out_avals, params: 9.0 * in_avals[0].shape[0] ** 3,  # tridiagonalisation and vectors
 )
+
+
+# --- stacks of matrices ------------------------------------------------------------------
+#
+# NumPy's linalg takes stacks (..., m, n). Here each primitive is one matrix's, with one
+# matrix's rules; a stack is split into its matrices (one op), each goes through the
+# primitive, and each output is stacked again (one op): the batched derivatives are the
+# rules of one matrix, applied to each, and a wide engine runs the matrices side by side.
+
+
+def _stack_abstract(*xs: Aval) -> tuple[Aval]:
+    return (Aval((len(xs),) + xs[0].shape, xs[0].dtype),)
+
+
+def _unstack_abstract(x: Aval) -> tuple[Aval, ...]:
+    return tuple(Aval(x.shape[1:], x.dtype) for _ in range(x.shape[0]))
+
+
+def _stack(s, pieces, like):
+    """The pieces (None: zeros of ``like``'s shape and dtype) stacked along a new first axis."""
+    return s.bind(stack_p, *[p if p is not None else s.zeros(like.shape, like.dtype) for p in pieces])[0]
+
+
+def _unstack(s, x) -> tuple:
+    return s.bind(unstack_p, x)
+
+
+stack_p = _RULES.define(
+    "batch_stack",
+    _stack_abstract,
+    lambda *xs: (np.stack(xs),),
+    jvp=lambda s, tangents, primals, outputs: (_stack(s, tangents, primals[0]),),
+    vjp=lambda s, cotangents, primals, outputs, needs: _unstack(s, cotangents[0]),
+)
+
+unstack_p = _RULES.define(
+    "batch_unstack",
+    _unstack_abstract,
+    tuple,  # the matrices x[0], x[1], … (views)
+    jvp=lambda s, tangents, primals, outputs: _unstack(s, tangents[0]),
+    vjp=lambda s, cotangents, primals, outputs, needs: (_stack(s, cotangents, outputs[0]),),
+)
+
+
+def bind_batched(s, op: str, prim, operands, core_ranks, **params) -> tuple:
+    """``prim`` (an op on single matrices or vectors) on stacks of them: operand i is
+    (..., core) with ``core_ranks[i]`` core axes; the leading (batch) axes of the operands
+    that have any must be equal, and an operand without them is shared by every matrix
+    (as NumPy broadcasts a missing batch). Each output is stacked back to (..., core)."""
+    batch: tuple[int, ...] = ()
+    for x, core in zip(operands, core_ranks):
+        lead = x.shape[: x.ndim - core]
+        if lead and batch and lead != batch:
+            raise ShapeMismatch(op, f"operands with equal leading (batch) axes ({list(batch)})", f"{list(lead)}")
+        batch = batch or lead
+    if not batch:
+        return s.bind(prim, *operands, **params)
+    cores = [x.shape[x.ndim - core:] for x, core in zip(operands, core_ranks)]
+    count = math.prod(batch)
+    if count == 0:
+        avals = prim.abstract(*[Aval(c, x.dtype) for x, c in zip(operands, cores)], **params)
+        return tuple(s.zeros(batch + a.shape, a.dtype) for a in avals)
+    columns = [[x] * count if x.ndim == len(c) else s.bind(unstack_p, s.reshape(x, (count,) + c))
+               for x, c in zip(operands, cores)]
+    results = [s.bind(prim, *args, **params) for args in zip(*columns)]
+    return tuple(s.reshape(s.bind(stack_p, *outs)[0], batch + outs[0].shape) for outs in zip(*results))
+
+
+# --- triangular solves -------------------------------------------------------------------
+#
+# (I + S) X = B or X (I + S) = B for S strictly triangular (the op reads only that triangle
+# of its first input): LAPACK trtrs with a unit diagonal, never singular. dX follows from
+# d(I + S) = strict(dT); the VJP solves with (I + S)ᴴ, the other triangle.
+
+
+def _strict_mask(k: int, lower: bool, dtype: np.dtype) -> Tensor:
+    ones = np.ones((k, k), dtype=dtype)
+    return Tensor.adopt(np.tril(ones, -1) if lower else np.triu(ones, 1))
+
+
+def _strict(s, x, lower):
+    """x's strictly lower (or upper) triangle."""
+    return s.mul(x, s.constant_from(_strict_mask(x.shape[0], lower, x.dtype)))
+
+
+def _unit_solve_abstract(t: Aval, b: Aval, lower, right) -> tuple[Aval]:
+    k = t.shape[0] if t.shape else 0
+    if len(b.shape) != 2 or t.shape != (k, k) or b.shape[1 if right else 0] != k or t.dtype != b.dtype:
+        side = f"[m, {k}]" if right else f"[{k}, m]"
+        raise ShapeMismatch("unit_triangular_solve", f"a square matrix and a matrix {side} of its dtype",
+                            f"{list(t.shape)} of {t.dtype} and {list(b.shape)} of {b.dtype}")
+    return (b,)
+
+
+def _unit_solve_impl(t, b, lower, right):
+    if right:  # X (I + S) = B  ⟺  (I + S)ᵀ Xᵀ = Bᵀ
+        return (scipy.linalg.solve_triangular(t, b.T, trans="T", lower=lower, unit_diagonal=True,
+                                              check_finite=False).T,)
+    return (scipy.linalg.solve_triangular(t, b, lower=lower, unit_diagonal=True, check_finite=False),)
+
+
+def _unit_solve(s, t, b, lower, right):
+    return s.bind(unit_solve_p, t, b, lower=lower, right=right)[0]
+
+
+def _unit_solve_jvp(s, tangents, primals, outputs, lower, right):
+    """dX = (I + S)⁻¹ (dB − strict(dT) X), or (dB − X strict(dT)) (I + S)⁻¹."""
+    (dt, db), (t, _), (x,) = tangents, primals, outputs
+    if dt is not None:
+        ds = _strict(s, dt, lower)
+        db = minus(s, db, s.einsum([x, ds], "ai,ij->aj") if right else s.einsum([ds, x], "ij,jb->ib"))
+    return (_unit_solve(s, t, db, lower, right),)
+
+
+def _unit_solve_vjp(s, cotangents, primals, outputs, needs, lower, right):
+    """B̄ = (I + S)⁻ᴴ X̄ (X̄ (I + S)⁻ᴴ), T̄ = −strict(B̄ Xᴴ) (−strict(Xᴴ B̄))."""
+    (xb,), (t, _), (x,) = cotangents, primals, outputs
+    bb = _unit_solve(s, s.transpose(cj(s, t), (1, 0)), xb, not lower, right)
+    if not needs[0]:
+        return None, bb
+    outer = s.einsum([cj(s, x), bb], "ai,aj->ij") if right else s.einsum([bb, cj(s, x)], "ib,jb->ij")
+    return s.neg(_strict(s, outer, lower)), bb
+
+
+unit_solve_p = _RULES.define(
+    "unit_triangular_solve",
+    _unit_solve_abstract,
+    _unit_solve_impl,
+    _unit_solve_jvp,
+    _unit_solve_vjp,
+    cost=lambda in_avals, out_avals, params: float(in_avals[0].shape[0] * math.prod(in_avals[1].shape)),
+)
+
+
+# --- qr ------------------------------------------------------------------------------------
+#
+# A = Q R thin (k = min(m, n)), R's diagonal real and ≥ 0, so that Q and R are smooth where R's
+# leading k × k block R₁ is invertible. With dA₁ = dA[:, :k], Y = dA₁ R₁⁻¹ and X = Qᴴ Y:
+# Ω = Qᴴ dQ is anti-Hermitian with X's strictly lower triangle below the diagonal and i Im X_jj
+# on it (dR R₁⁻¹ = X − Ω is upper triangular with a real diagonal), dQ = Y − Q (X − Ω)
+# (= Q Ω + (I − QQᴴ) dA₁ R₁⁻¹), dR = Qᴴ dA − Ω R. Every R₁⁻¹ is a back substitution whose pivot
+# reciprocals 1/R_jj are broadened as the SVD's 1/s, relative to max |R_jj|.
+
+
+def _qr_abstract(a: Aval, derivative_eps) -> tuple[Aval, Aval]:
+    if len(a.shape) != 2:
+        raise ShapeMismatch("qr", "a matrix (rank 2)", f"shape {list(a.shape)}")
+    m, n = a.shape
+    k = min(m, n)
+    return Aval((m, k), a.dtype), Aval((k, n), a.dtype)
+
+
+def _qr_impl(a, derivative_eps):
+    """Householder QR (geqrf, orgqr) through NumPy, then each column of Q and row of R multiplied
+    by the phase that makes R's diagonal real and ≥ 0 (LAPACK leaves its signs to the reflectors):
+    the factorisation is then unique, and smooth, wherever R₁ is invertible. Input with inf or NaN
+    raises LinalgError."""
+    _check_finite("qr", a)
+    q, r = np.linalg.qr(a, mode="reduced")
+    d = np.diagonal(r)
+    size = np.abs(d)
+    phase = np.ones_like(d)
+    np.divide(d, size, out=phase, where=size > 0)
+    return q * phase, np.conj(phase)[:, None] * r
+
+
+def _pivot_reciprocals(s, r1, eps):
+    """The broadened 1/R_jj of R₁'s (real) diagonal, as :func:`gap_coefficients`' 1/s: the Lorentzian
+    of R_jj / c over c, for c = max |R_jj| (a constant): 0 at a zero pivot, never inf. Where every
+    pivot is zero (A = 0) c is 1, so that the derivatives of the coefficients stay finite too."""
+    d = s.real(s.einsum([r1], "ii->i"))
+    largest = s.reduce_max(s.abs(d))
+    scale = s.constant_from(s.add(largest, s.sub(_full(s, (), 1, d.dtype), s.sign(largest))))  # c, or 1 at c = 0
+    scale = s.broadcast_in_dim(scale, d.shape, ())
+    return s.div(lorentzian(s, s.div(d, scale), eps), scale)
+
+
+def _right_solve_r(s, w, r1, eps, adjoint):
+    """W R₁⁻¹ (W R₁⁻ᴴ when ``adjoint``) by back substitution with the broadened pivot reciprocals
+    P = diag(ρ): W P (I + N P)⁻¹ with N the strict triangle of R₁ (of R₁ᴴ), one unit-diagonal
+    LAPACK solve. The adjoint is exactly the transpose of the other (P (I + NᴴP)⁻¹ =
+    (I + P Nᴴ)⁻¹ P)."""
+    rho = lift_real(s, _pivot_reciprocals(s, r1, eps), w)
+    strict = _strict(s, r1, lower=False)
+    if adjoint:
+        strict = s.transpose(cj(s, strict), (1, 0))
+    scaled = s.einsum([strict, rho], "ij,j->ij")
+    return _unit_solve(s, scaled, s.einsum([w, rho], "aj,j->aj"), lower=adjoint, right=True)
+
+
+def _imaginary_diagonal(s, x):
+    """i Im diag(x) as a matrix (None for a real x)."""
+    if x.dtype.kind != "c":
+        return None
+    return _on_diagonal(s, times_i(s, s.imag(s.einsum([x], "ii->i"))), x.shape[0])
+
+
+def _rotation(s, x):
+    """Ω from X: X's strictly lower triangle L, Ω = L − Lᴴ + i Im diag X."""
+    low = _strict(s, x, lower=True)
+    return s.accumulate(s.sub(low, s.transpose(cj(s, low), (1, 0))), _imaginary_diagonal(s, x))
+
+
+def _rotation_transpose(s, m):
+    """The adjoint of :func:`_rotation` under Re⟨·,·⟩: strictly_lower(M − Mᴴ) + i Im diag M."""
+    low = _strict(s, s.sub(m, s.transpose(cj(s, m), (1, 0))), lower=True)
+    return s.accumulate(low, _imaginary_diagonal(s, m))
+
+
+def _qr_jvp(s, tangents, primals, outputs, derivative_eps):
+    """dQ = Y − Q (X − Ω), dR = Qᴴ dA − Ω R (the section's comment)."""
+    (da,), (q, r) = tangents, outputs
+    k = r.shape[0]
+    y = _right_solve_r(s, _columns(s, da, k, 1), _columns(s, r, k, 1), _eps(s, derivative_eps), adjoint=False)
+    x = s.einsum([cj(s, q), y], "ai,aj->ij")
+    omega = _rotation(s, x)
+    dq = s.sub(y, s.einsum([q, s.sub(x, omega)], "ai,ij->aj"))
+    dr = s.sub(s.einsum([cj(s, q), da], "ai,ab->ib"), s.einsum([omega, r], "ij,jb->ib"))
+    return dq, dr
+
+
+def _qr_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
+    """The JVP's transpose: with M = QᴴQ̄ − R̄Rᴴ (Ω's cotangent), Ȳ = Q̄ − Q QᴴQ̄ + Q Ω*(M) for Ω*
+    the adjoint of X ↦ Ω, and Ā = Q R̄ + [Ȳ R₁⁻ᴴ, 0]."""
+    (qb, rb), (q, r) = cotangents, outputs
+    k, n = r.shape
+    p = None if qb is None else s.einsum([cj(s, q), qb], "ai,aj->ij")
+    m = minus(s, p, None if rb is None else s.einsum([rb, cj(s, r)], "ib,jb->ij"))
+    yb = s.einsum([q, _rotation_transpose(s, m)], "ai,ij->aj")
+    if qb is not None:
+        yb = s.add(yb, s.sub(qb, s.einsum([q, p], "ai,ij->aj")))
+    ab = _extend(s, _right_solve_r(s, yb, _columns(s, r, k, 1), _eps(s, derivative_eps), adjoint=True), n, 1)
+    if rb is not None:
+        ab = s.add(ab, s.einsum([q, rb], "ai,ib->ab"))
+    return (ab,)
+
+
+qr_p = _RULES.define(
+    "qr",
+    _qr_abstract,
+    _qr_impl,
+    _qr_jvp,
+    _qr_vjp,
+    cost=lambda in_avals, out_avals, params: 4.0 * math.prod(in_avals[0].shape) * out_avals[1].shape[0],
+)
+
+
+# --- solve, inv ------------------------------------------------------------------------------
+
+
+def _check_solution(op: str, x: np.ndarray) -> None:
+    """A solution that overflows (finite input, nonsingular to LAPACK) is a matrix singular to
+    working precision: an error, as an exactly singular one is."""
+    if not np.isfinite(x).all():
+        raise LinalgError(op, "a matrix nonsingular to working precision", "one whose result overflows to inf or NaN")
+
+
+def _singular(op: str) -> LinalgError:
+    return LinalgError(op, "a nonsingular matrix", "a singular one (LAPACK getrf met a zero pivot)")
+
+
+def _square_abstract(op: str, a: Aval) -> int:
+    if len(a.shape) != 2 or a.shape[0] != a.shape[1]:
+        raise ShapeMismatch(op, "a square matrix (rank 2)", f"shape {list(a.shape)}")
+    return a.shape[0]
+
+
+def _solve_abstract(a: Aval, b: Aval) -> tuple[Aval]:
+    n = _square_abstract("solve", a)
+    if len(b.shape) not in (1, 2) or b.shape[0] != n:
+        raise ShapeMismatch("solve", f"b of shape [{n}] or [{n}, m] (a is {n} × {n})", f"shape {list(b.shape)}")
+    if b.dtype != a.dtype:
+        raise DTypeMismatch("solve", f"a and b of one dtype (a {a.dtype})", f"b {b.dtype}")
+    return (b,)
+
+
+def _solve_impl(a, b):
+    """gesv through NumPy. Input with inf or NaN, a singular a, or a solution that overflows raise
+    LinalgError."""
+    _check_finite("solve", a)
+    _check_finite("solve", b, "a right-hand side")
+    try:
+        x = np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        raise _singular("solve") from None
+    _check_solution("solve", x)
+    return (x,)
+
+
+def _solve(s, a, b):
+    return s.bind(solve_p, a, b)[0]
+
+
+def _solve_jvp(s, tangents, primals, outputs):
+    """dX = A⁻¹ (dB − dA X)."""
+    (da, db), (a, _), (x,) = tangents, primals, outputs
+    if da is not None:
+        db = minus(s, db, s.einsum([da, x], "ij,j->i" if x.ndim == 1 else "ij,jk->ik"))
+    return (_solve(s, a, db),)
+
+
+def _solve_vjp(s, cotangents, primals, outputs, needs):
+    """B̄ = A⁻ᴴ X̄ (a solve with Aᴴ), Ā = −B̄ Xᴴ."""
+    (xb,), (a, _), (x,) = cotangents, primals, outputs
+    bb = _solve(s, s.transpose(cj(s, a), (1, 0)), xb)
+    if not needs[0]:
+        return None, bb
+    return s.neg(s.einsum([bb, cj(s, x)], "i,j->ij" if x.ndim == 1 else "ik,jk->ij")), bb
+
+
+solve_p = _RULES.define(
+    "solve",
+    _solve_abstract,
+    _solve_impl,
+    _solve_jvp,
+    _solve_vjp,
+    cost=lambda in_avals, out_avals, params: in_avals[0].shape[0] ** 2 * (
+        in_avals[0].shape[0] + 2.0 * math.prod(in_avals[1].shape[1:])),
+)
+
+
+def _inv_impl(a):
+    """getrf and getri through NumPy; input with inf or NaN, or a singular matrix, raise LinalgError."""
+    _check_finite("inv", a)
+    try:
+        y = np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        raise _singular("inv") from None
+    _check_solution("inv", y)
+    return (y,)
+
+
+def _inv_abstract(a: Aval) -> tuple[Aval]:
+    _square_abstract("inv", a)
+    return (a,)
+
+
+inv_p = _RULES.define(
+    "inv",
+    _inv_abstract,
+    _inv_impl,
+    jvp=lambda s, tangents, primals, outputs: (s.neg(s.einsum([outputs[0], tangents[0], outputs[0]], "ij,jk,kl->il")),),
+    vjp=lambda s, cotangents, primals, outputs, needs: (
+        s.neg(s.einsum([cj(s, outputs[0]), cotangents[0], cj(s, outputs[0])], "ji,jk,lk->il")),),
+    cost=lambda in_avals, out_avals, params: 2.0 * in_avals[0].shape[0] ** 3,
+)
+
+
+# --- norms -----------------------------------------------------------------------------------
+
+
+def _reciprocal_or_zero_impl(x):
+    out = np.zeros_like(x)
+    return (np.divide(1, x, out=out, where=x != 0),)
+
+
+# 1/x where x ≠ 0, and 0 at 0 (real x): its derivative −t/x² (0 at 0) is written with the op
+# itself, so every order is finite.
+reciprocal_or_zero_p = _RULES.define(
+    "reciprocal_or_zero",
+    lambda x: (x,),
+    _reciprocal_or_zero_impl,
+    jvp=lambda s, tangents, primals, outputs: (s.neg(s.mul(tangents[0], s.mul(outputs[0], outputs[0]))),),
+    vjp=lambda s, cotangents, primals, outputs, needs: (s.neg(s.mul(cotangents[0], s.mul(outputs[0], outputs[0]))),),
+)
+
+
+def _frobenius_impl(x):
+    """BLAS nrm2 over all entries: scaled, so it neither overflows nor underflows where ‖x‖ does not."""
+    flat = np.ravel(x, order="K")
+    nrm2 = scipy.linalg.get_blas_funcs("nrm2", (flat,))
+    return (np.array(nrm2(flat) if flat.size else 0, dtype=real_dtype(x.dtype)),)
+
+
+def _direction(s, x, n):
+    """x/‖x‖, and 0 at x = 0 (n = ‖x‖): the derivative of ‖x‖, dn = Re⟨x/‖x‖, dx⟩, x̄ = n̄ x/‖x‖."""
+    inverse = s.bind(reciprocal_or_zero_p, n)[0]
+    return s.mul(x, lift_real(s, s.broadcast_in_dim(inverse, x.shape, ()), x))
+
+
+def _frobenius_jvp(s, tangents, primals, outputs):
+    (dx,), (x,), (n,) = tangents, primals, outputs
+    change = s.reduce_sum(s.mul(cj(s, _direction(s, x, n)), dx))
+    return (s.real(change) if change.dtype.kind == "c" else change,)
+
+
+def _frobenius_vjp(s, cotangents, primals, outputs, needs):
+    (nb,), (x,), (n,) = cotangents, primals, outputs
+    return (s.mul(_direction(s, x, n), lift_real(s, s.broadcast_in_dim(nb, x.shape, ()), x)),)
+
+
+frobenius_p = _RULES.define(
+    "frobenius_norm",
+    lambda x: (Aval((), real_dtype(x.dtype)),),
+    _frobenius_impl,
+    _frobenius_jvp,
+    _frobenius_vjp,
+)
+
+VECTOR_ORDS = (None, 2, 1, math.inf, -math.inf)
+MATRIX_ORDS = (None, "fro", "nuc", 2, -2, 1, -1, math.inf, -math.inf)
+
+
+def norm(s, x, ord):
+    """numpy.linalg.norm(x, ord) of a vector or a matrix, as a real scalar (the orders of
+    VECTOR_ORDS and MATRIX_ORDS). Frobenius by BLAS nrm2 (its derivative 0 at x = 0); 'nuc', 2
+    and −2 through the SVD (Σ s, s₁, s_K); 1, ∞ (and −1, −∞) as the max (min) over column (row)
+    sums of |x|, ties sharing the derivative."""
+    if x.ndim not in (1, 2):
+        raise ShapeMismatch("norm", "a vector or a matrix (rank 1 or 2)", f"shape {list(x.shape)}")
+    ords = VECTOR_ORDS if x.ndim == 1 else MATRIX_ORDS
+    if not (ord is None or isinstance(ord, str) or is_real_number(ord)) or ord not in ords:
+        what = "vector" if x.ndim == 1 else "matrix"
+        raise InvalidArgument("norm", f"a {what} order among {', '.join(map(repr, ords))}", repr(ord))
+    if ord is None or ord == "fro" or (x.ndim == 1 and ord == 2):
+        return s.bind(frobenius_p, x)[0]
+    if ord == "nuc" or ord in (2, -2):
+        sv = s.bind(svd_p, x, derivative_eps=None)[1]
+        if ord == "nuc":
+            return s.reduce_sum(sv)
+        k = sv.shape[0]
+        return s.reshape(s.slice(sv, SliceConfig([0], [1]) if ord == 2 else SliceConfig([k - 1], [k])), ())
+    extremum = s.reduce_max if ord > 0 else s.reduce_min
+    if x.ndim == 1:
+        return s.reduce_sum(s.abs(x)) if ord == 1 else extremum(s.abs(x))
+    return extremum(s.reduce_sum(s.abs(x), axes=(0,) if abs(ord) == 1 else (1,)))  # columns for ±1, rows for ±∞

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from . import linalg as _linalg
-from .errors import SessionEnded
+from .errors import SessionEnded, ShapeMismatch
 from .opset import OpSet
 from .structure import Structured, dense
 from .tape import EagerTensor, ForwardTrace, Node, reverse_sweep, tensor_key
@@ -143,21 +143,77 @@ class EagerSession(OpSet):
         self, x: EagerTensor, derivative_eps: float | None = None
     ) -> tuple[EagerTensor, EagerTensor, EagerTensor]:
         """Thin SVD (u, s, vt), s descending (real for complex x); ``derivative_eps`` overrides the
-        context's ε, relative to the largest singular value."""
+        context's ε, relative to the largest singular value. A stack (..., m, n) gives u (..., m, k),
+        s (..., k), vt (..., k, n)."""
+        x = x if type(x) is EagerTensor and x._rt is self._rt else self._operand("svd", x)  # bind's own test
         if derivative_eps is not None:
             derivative_eps = _linalg.check_derivative_eps("svd", derivative_eps)
-        u, s, vt = self.bind(_linalg.svd_p, x, derivative_eps=derivative_eps)
+        if x.ndim == 2:
+            u, s, vt = self.bind(_linalg.svd_p, x, derivative_eps=derivative_eps)
+            return u, s, vt
+        _check_matrices("svd", x, square=False)
+        u, s, vt = _linalg.bind_batched(self, "svd", _linalg.svd_p, [x], [2], derivative_eps=derivative_eps)
         return u, s, vt
 
     def eigh(self, x: EagerTensor, derivative_eps: float | None = None) -> tuple[EagerTensor, EagerTensor]:
         """Eigenvalues (real, ascending) and eigenvectors (w, v) of the Hermitian part (x + xᴴ)/2
-        of a square matrix, real or complex.
+        of a square matrix (or of each of a stack (..., n, n)), real or complex.
 
         Taking the Hermitian part makes the op (and its derivatives) defined for any square
         input; a Hermitian x is unchanged. ``derivative_eps`` overrides the context's ε of
         the broadened rule, relative to max |w|.
         """
+        x = self._operand("eigh", x)
         if derivative_eps is not None:
             derivative_eps = _linalg.check_derivative_eps("eigh", derivative_eps)
-        w, v = self.bind(_linalg.eigh_p, x, derivative_eps=derivative_eps)
+        _check_matrices("eigh", x, square=True)
+        w, v = _linalg.bind_batched(self, "eigh", _linalg.eigh_p, [x], [2], derivative_eps=derivative_eps)
         return w, v
+
+    def qr(self, x: EagerTensor, derivative_eps: float | None = None) -> tuple[EagerTensor, EagerTensor]:
+        """Thin QR (q, r) of an m × n matrix (or of each of a stack): q (m, k) with orthonormal
+        columns, r (k, n) upper triangular, k = min(m, n), R's diagonal real and ≥ 0 (NumPy's
+        mode='reduced' up to those signs). Differentiable where r's leading k × k block is
+        invertible; ``derivative_eps`` overrides the context's ε, which broadens the rules'
+        1/r_jj relative to max |r_jj| (so they stay finite at a zero pivot)."""
+        x = self._operand("qr", x)
+        if derivative_eps is not None:
+            derivative_eps = _linalg.check_derivative_eps("qr", derivative_eps)
+        _check_matrices("qr", x, square=False)
+        q, r = _linalg.bind_batched(self, "qr", _linalg.qr_p, [x], [2], derivative_eps=derivative_eps)
+        return q, r
+
+    def solve(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        """x with a x = b for a square nonsingular a: b a vector (n,) or a matrix (n, m); a and b
+        may be stacks with equal leading axes, and one without them is shared (NumPy ≥ 2: b is a
+        vector only when it is 1-D). A singular a is a LinalgError."""
+        a, b = self._operand("solve", a), self._operand("solve", b)
+        _check_matrices("solve", a, square=True)
+        core = 1 if b.ndim == 1 else 2
+        if b.ndim < core or b.shape[b.ndim - core] != a.shape[-1]:
+            n = a.shape[-1]
+            raise ShapeMismatch("solve", f"b of shape [{n}] or [..., {n}, m] (a is [..., {n}, {n}])",
+                                f"shape {list(b.shape)}")
+        (x,) = _linalg.bind_batched(self, "solve", _linalg.solve_p, [a, b], [2, core])
+        return x
+
+    def inv(self, x: EagerTensor) -> EagerTensor:
+        """The inverse of a square nonsingular matrix (or of each of a stack); a singular one is a
+        LinalgError."""
+        x = self._operand("inv", x)
+        _check_matrices("inv", x, square=True)
+        (y,) = _linalg.bind_batched(self, "inv", _linalg.inv_p, [x], [2])
+        return y
+
+    def norm(self, x: EagerTensor, ord: object = None) -> EagerTensor:
+        """numpy.linalg.norm(x, ord) of a vector (ord None or 2, 1, ±inf) or a matrix (None or 'fro',
+        'nuc', ±2, ±1, ±inf), a real scalar; see :func:`tenferro_py.linalg.norm` for the derivatives
+        where the norm has none (at 0, at ties)."""
+        return _linalg.norm(self, self._operand("norm", x), ord)
+
+
+def _check_matrices(op: str, x: EagerTensor, square: bool) -> None:
+    """x is a matrix or a stack of them (..., m, n), square when ``square``; else ShapeMismatch."""
+    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
+        kind = "a square matrix or a stack of them (..., n, n)" if square else "a matrix or a stack of them (..., m, n)"
+        raise ShapeMismatch(op, kind, f"shape {list(x.shape)}")

@@ -237,7 +237,7 @@ def test_derivative_eps_broadens_a_near_degenerate_cut(rng):
 # --- errors -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", [(3, 4), (4,), (2, 2, 2), ()])
+@pytest.mark.parametrize("shape", [(3, 4), (4,), (2, 2, 3), ()])  # (2, 2, 3): a stack of non-square ones
 def test_not_a_square_matrix(run, shape):
     with pytest.raises(tf.ShapeMismatch, match=r"^eigh: expected a square matrix"):
         run(lambda s: s.eigh(tf.Tensor(np.ones(shape))))

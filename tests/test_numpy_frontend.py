@@ -207,3 +207,51 @@ def test_numpy_style_stages_in_a_staged_program(width):
     if width == 2:
         serial = program.value_and_grad(0.45)
         assert lnz == serial.value and grad.item() == serial.grad.item()
+
+
+# --- linalg -----------------------------------------------------------------------------------------
+
+
+def _well_conditioned(rng, shape):
+    a = rng.standard_normal(shape)
+    return a + 3 * np.eye(*shape[-2:]) if shape[-1] == shape[-2] else a
+
+
+LINALG = {
+    "svd values": (lambda a: tnp.linalg.svd(a, full_matrices=False, compute_uv=False), (4, 3)),
+    "svd reconstruction": (lambda a: (lambda u, s, vh: (u * s) @ vh)(*tnp.linalg.svd(a, full_matrices=False)), (3, 4)),
+    "eigh": (lambda a: (lambda w, v: (v * tnp.exp(w)) @ v.T)(*tnp.linalg.eigh(a + a.T)), (3, 3)),
+    "qr": (lambda a: (lambda q, r: q @ r + r[0, 0] * q)(*tnp.linalg.qr(a)), (4, 3)),
+    "solve": (lambda a: tnp.linalg.solve(a, a[:, :2] + 1.0), (3, 3)),
+    "inv": (lambda a: tnp.linalg.inv(a) @ a.T, (3, 3)),
+    "norms": (lambda a: tnp.linalg.norm(a) + tnp.linalg.norm(a, "nuc") + tnp.linalg.norm(a, 2)
+              + tnp.linalg.norm(a, 1) + tnp.linalg.norm(a, np.inf) + tnp.linalg.norm(a[0], 1)
+              + tnp.sum(tnp.linalg.norm(a, axis=1)), (3, 4)),
+    "stacks": (lambda a: tnp.linalg.inv(a @ tnp.swapaxes(a, -1, -2) + 2 * np.eye(3)), (2, 3, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINALG))
+def test_linalg_against_numpy_and_central_differences(rng, name):
+    f, shape = LINALG[name]
+    a = _well_conditioned(rng, shape)
+    np.testing.assert_allclose(value_in_session(f, a), f(a) if name != "qr" else value_in_session(f, a), rtol=1e-12,
+                               atol=1e-12)
+    tnp.check_grads(f, [a], order=1)
+
+
+def test_linalg_values_are_numpys(rng):
+    a = rng.standard_normal((4, 3))
+    q, r = (np.asarray(x) for x in _in_session(lambda x: tnp.linalg.qr(x), a))
+    np.testing.assert_allclose(q @ r, a, atol=1e-14)
+    assert np.all(np.diag(r) >= 0)  # the convention: R's diagonal real and >= 0 (NumPy's may be negative)
+    for ord_ in (None, "fro", "nuc", 2, 1, np.inf, -1, -np.inf):
+        assert value_in_session(lambda x: tnp.linalg.norm(x, ord_), a) == pytest.approx(np.linalg.norm(a, ord_), 1e-14)
+    with pytest.raises(tf.InvalidArgument, match=r"^svd: expected full_matrices=False for a rectangular matrix"):
+        _in_session(lambda x: tnp.linalg.svd(x), a)
+
+
+def _in_session(f, *args):
+    with tnp.session():
+        out = f(*[tnp.asarray(x) for x in args])
+        return tuple(np.asarray(o) for o in out) if isinstance(out, tuple) else np.asarray(out)

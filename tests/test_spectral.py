@@ -605,3 +605,23 @@ def test_non_finite_input_raises_on_the_gesvd_path(rt, eng, monkeypatch, dtype):
     for value in (np.inf, np.nan):
         with pytest.raises(tf.LinalgError, match="^svd: expected a matrix of finite entries"):
             rt.with_eager_session(eng, lambda s: s.svd(s.constant_from(tf.Tensor(_with_entry(dtype, value)))))
+
+
+@pytest.mark.parametrize("dtype", [float, complex], ids=["real", "complex"])
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4)])
+def test_second_derivatives_at_the_zero_matrix_are_finite(rng, shape, dtype):
+    """The scale of a zero spectrum is 1, not the dtype's tiny: 1/scale enters second derivatives."""
+    zero = np.zeros(shape, dtype=dtype)
+    for f in (reconstruction, sum_of_squares, left_projector(1)):
+        rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+        x = rt.variable_from(tf.Tensor(zero))
+        y = rt.with_eager_session(eng, lambda s: f(s, x))
+        g = rt.vjp(eng, y, x, tf.Tensor(output_like(rng, f, zero)))
+        h = rt.jvp(eng, g, x, tf.Tensor(random_like(rng, zero))).value().to_numpy()
+        assert np.all(np.isfinite(h)), f.__name__
+    if shape[0] == shape[1]:
+        rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+        x = rt.variable_from(tf.Tensor(zero))
+        y = rt.with_eager_session(eng, lambda s: eigh_reconstruction(s, x))
+        g = rt.vjp(eng, y, x, tf.Tensor(output_like(rng, eigh_reconstruction, zero)))
+        assert np.all(np.isfinite(rt.jvp(eng, g, x, tf.Tensor(random_like(rng, zero))).value().to_numpy()))

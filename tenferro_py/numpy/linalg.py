@@ -86,10 +86,12 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
             raise InvalidArgument("norm", "ord None for an array of rank > 2 without axis", repr(ord))
         axis = tuple(range(a.ndim))
     magnitude = fn.abs(a)
-    if ord in (None, 2):
-        return fn.sqrt(fn.sum(magnitude * magnitude, axis, keepdims))
+    if ord in (None, 2):  # at a zero vector the derivative is 0 (as the matrix norm's), not 0/0
+        squares = fn.sum(magnitude * magnitude, axis, keepdims=keepdims)
+        zero = np.asarray(squares) == 0
+        return fn.where(zero, 0.0, fn.sqrt(fn.where(zero, 1.0, squares)))
     if ord == 1:
-        return fn.sum(magnitude, axis, keepdims)
+        return fn.sum(magnitude, axis, keepdims=keepdims)
     if ord == np.inf:
-        return fn.max(magnitude, axis, keepdims)
+        return fn.max(magnitude, axis, keepdims=keepdims)
     raise InvalidArgument("norm", "ord None, 1, 2 or inf for norms along an axis", repr(ord))

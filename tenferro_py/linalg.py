@@ -30,11 +30,12 @@ import math
 import numpy as np
 import scipy.linalg
 
+from . import krylov
 from .errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
 from .ops.elementwise import cj, lift_real, minus, real_dtype, times_i, zero_mask
 from .ops.structural import SliceConfig
 from .opset import composite
-from .rules import RuleSet
+from .rules import RuleSet, vjp_from_linear_jvp
 from .structure import Embedded, Product, dense
 from .tensor import Aval, Tensor, is_real_number
 
@@ -339,6 +340,161 @@ svd_p = _RULES.define(
     _svd_vjp,
     structured_rules=True,
     cost=lambda in_avals, out_avals, params: 10.0 * math.prod(in_avals[0].shape) * out_avals[1].shape[0],
+)
+
+
+# --- truncated SVD by a Krylov method ---------------------------------------------------
+#
+# svd_krylov gives the k leading triplets (krylov.truncated_svd), and deflation triplets: those
+# of the next values it converged (zeros pad them to a fixed width; they only speed up the
+# solve below, whose solution does not depend on them, and carry no derivative). Its JVP is exact: with
+# C = Uᴴ dA V, the kept pairs couple as in the full rule, and the discarded subspace enters
+# through X = complement_solve(A, U, s, dA V S + A dAᴴ U), the solution of (s_i² − AAᴴ) x_i = r_i
+# on the complement of U: dU = U J + X, dV = V(−J'ᴴ) + (dAᴴ U − V Cᴴ + Aᴴ X) S⁻¹. Everything is
+# written in session ops, complement_solve's own rules included, so the VJP is the JVP's
+# transpose and every order follows.
+
+
+def deflation_width(m: int, n: int, k: int) -> int:
+    """How many deflation vectors svd_krylov returns (padded with zero columns)."""
+    return max(0, min(min(m, n) - k, k + 8))
+
+
+def _complement_solve_abstract(
+    a: Aval, u: Aval, sv: Aval, g: Aval, vt: Aval, z: Aval, zt: Aval, zv: Aval, eps
+) -> tuple[Aval]:
+    return (g,)
+
+
+def _complement_solve_impl(a, u, sv, g, vt, z, zt, zv, eps):
+    return (krylov.complement_solve(a, u, vt, sv, g, z, zt, zv, eps),)
+
+
+def _complement_solve_cost(in_avals, out_avals, params) -> float:
+    """A dozen steps of conjugate gradients, two products with A each."""
+    (m, n), k = in_avals[0].shape, in_avals[3].shape[1]
+    return 48.0 * m * n * k
+
+
+def _complement_solve(s, a, u, sv, g, rest, eps):
+    """complement_solve of g; ``rest`` = (Vᴴ, deflation triplets Z, Zᴴ-side, values): constants."""
+    return s.bind(complement_solve_p, a, u, sv, g, *rest, eps=eps)[0]
+
+
+def _column_scaled(s, x, vec):
+    """x times vec[j] in column j."""
+    return s.einsum([x, lift_real(s, vec, x)], "ai,i->ai")
+
+
+def _complement_solve_residual(s, a, u, sv, g, y):
+    """R = Y S² − AAᴴY − G, which lies in span(U) for the solution Y."""
+    squares = s.mul(sv, sv)
+    return s.sub(s.sub(_column_scaled(s, y, squares), s.einsum([a, cj(s, a), y], "ab,cb,ci->ai")), g)
+
+
+def _complement_solve_jvp(s, tangents, primals, outputs, eps):
+    """dY = solve(dG + d(AAᴴ) Y − 2 Y diag(s ds) + AAᴴ U C + dU Uᴴ R) + U C, with C = −dUᴴ Y and R
+    the residual: the equation P (S² − AAᴴ) Y = P G differentiated, and Uᴴ Y = 0 kept."""
+    (da, du, dsv, dg), (a, u, sv, g), rest, (y,) = tangents[:4], primals[:4], primals[4:], outputs
+    terms = [dg]
+    if da is not None:
+        terms += [s.einsum([da, cj(s, a), y], "ab,cb,ci->ai"), s.einsum([a, cj(s, da), y], "ab,cb,ci->ai")]
+    if dsv is not None:
+        terms.append(_column_scaled(s, y, s.scale_real(s.mul(sv, dsv), -2.0)))
+    back = None
+    if du is not None:
+        back = s.neg(s.einsum([u, cj(s, du), y], "ai,bi,bj->aj"))  # U C, C = −dUᴴ Y
+        terms.append(s.einsum([a, cj(s, a), back], "ab,cb,ci->ai"))
+        terms.append(s.einsum([du, cj(s, u), _complement_solve_residual(s, a, u, sv, g, y)], "ai,bi,bj->aj"))
+    rhs = None
+    for t in terms:
+        rhs = s.accumulate(rhs, t)
+    if rhs is None:
+        return (back,)
+    return (s.accumulate(_complement_solve(s, a, u, sv, rhs, rest, eps), back),)
+
+
+def _complement_solve_vjp(s, cotangents, primals, outputs, needs, eps):
+    """Λ = solve(Ȳ) (the operator is self-adjoint on the complement): Ḡ = Λ, Ā = Λ YᴴA + Y ΛᴴA,
+    s̄ = −2 s Re diag(ΛᴴY), Ū = Λ RᴴU − Y ΛᴴAAᴴU − Y ȲᴴU."""
+    (yb,), (a, u, sv, g), rest, (y,) = cotangents, primals[:4], primals[4:], outputs
+    lam = _complement_solve(s, a, u, sv, yb, rest, eps)
+    a_bar = sv_bar = u_bar = None
+    if needs[0]:
+        a_bar = s.add(s.einsum([lam, cj(s, y), a], "ai,bi,bc->ac"), s.einsum([y, cj(s, lam), a], "ai,bi,bc->ac"))
+    if needs[2]:
+        sv_bar = s.mul(s.scale_real(sv, -2.0), s.real(s.einsum([cj(s, lam), y], "ai,ai->i")))
+    if needs[1]:
+        residual = _complement_solve_residual(s, a, u, sv, g, y)
+        u_bar = s.sub(s.sub(s.einsum([lam, cj(s, residual), u], "ai,bi,bj->aj"),
+                            s.einsum([y, cj(s, lam), a, cj(s, a), u], "ai,bi,bc,dc,dj->aj")),
+                      s.einsum([y, cj(s, yb), u], "ai,bi,bj->aj"))
+    return (a_bar, u_bar, sv_bar, lam if needs[3] else None, None, None, None, None)
+
+
+complement_solve_p = _RULES.define(
+    "complement_solve",
+    _complement_solve_abstract,
+    _complement_solve_impl,
+    _complement_solve_jvp,
+    _complement_solve_vjp,
+    cost=_complement_solve_cost,
+)
+
+
+def _krylov_abstract(a: Aval, k, derivative_eps) -> tuple[Aval, ...]:
+    m, n = a.shape
+    if not 1 <= k <= min(m, n):
+        raise InvalidArgument("svd", f"k in [1, {min(m, n)}] for a {m} × {n} matrix", repr(k))
+    p = deflation_width(m, n, k)
+    real = real_dtype(a.dtype)
+    return (Aval((m, k), a.dtype), Aval((k,), real), Aval((k, n), a.dtype), Aval((m, p), a.dtype),
+            Aval((p, n), a.dtype), Aval((p,), real))
+
+
+def _krylov_impl(a, k, derivative_eps):
+    """krylov.truncated_svd, deterministic (a fixed start block; BLAS on one thread)."""
+    _check_finite("svd", a)
+    u, sv, vt, z, zt, zv = krylov.truncated_svd(a, k)
+    p = deflation_width(a.shape[0], a.shape[1], k)
+    used = min(p, len(zv))
+    z_padded, zt_padded, zv_padded = np.zeros((a.shape[0], p), a.dtype), np.zeros((p, a.shape[1]), a.dtype), \
+        np.zeros(p, sv.dtype)
+    z_padded[:, :used], zt_padded[:used], zv_padded[:used] = z[:, :used], zt[:used], zv[:used]
+    return u, sv, vt, z_padded, zt_padded, zv_padded
+
+
+def _krylov_jvp(s, tangents, primals, outputs, k, derivative_eps):
+    (da,), (a,), (u, sv, vt, z, zt, zv) = tangents, primals, outputs
+    eps = _eps(s, derivative_eps)
+    lift = lambda x: lift_real(s, x, u)  # noqa: E731
+    minus_, plus, inverse = gap_coefficients(s, sv, eps, k)
+    c = s.einsum([cj(s, u), da, cj(s, vt)], "ai,ab,jb->ij")  # Uᴴ dA V
+    c_h = s.transpose(cj(s, c), (1, 0))
+    hermitian = s.mul(lift(minus_), s.scale_real(s.add(c, c_h), 0.5))
+    anti = s.mul(lift(plus), s.scale_real(s.sub(c, c_h), 0.5))
+    ju, jv_h = s.add(anti, hermitian), s.sub(anti, hermitian)
+    phase = _phase_term(s, c, inverse)
+    if phase is not None:
+        ju = s.add(ju, s.transpose(_on_diagonal(s, phase, k), (1, 0)))
+    da_h_u = s.einsum([cj(s, da), u], "ba,bi->ai")  # dAᴴ U
+    rhs = s.add(_column_scaled(s, s.einsum([da, cj(s, vt)], "ab,ib->ai"), sv), s.einsum([a, da_h_u], "ab,bi->ai"))
+    x = _complement_solve(s, a, u, sv, rhs, (vt, z, zt, zv), eps)
+    du = s.add(s.einsum([u, ju], "ai,ij->aj"), x)
+    ds = s.real(s.einsum([c], "ii->i"))
+    dv_rest = s.add(s.sub(da_h_u, s.einsum([cj(s, vt), c_h], "ib,ij->bj")), s.einsum([cj(s, a), x], "ab,ai->bi"))
+    dvt = s.add(s.einsum([jv_h, vt], "ji,ib->jb"),
+                s.transpose(cj(s, _column_scaled(s, dv_rest, inverse)), (1, 0)))
+    return du, ds, dvt, None, None, None
+
+
+svd_krylov_p = _RULES.define(
+    "svd_krylov",
+    _krylov_abstract,
+    _krylov_impl,
+    _krylov_jvp,
+    vjp_from_linear_jvp(_krylov_jvp),
+    cost=lambda in_avals, out_avals, params: 40.0 * math.prod(in_avals[0].shape) * out_avals[1].shape[0],
 )
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from . import linalg as _linalg
-from .errors import SessionEnded, ShapeMismatch
+from .errors import InvalidArgument, SessionEnded, ShapeMismatch
 from .opset import OpSet
 from .structure import Structured, dense
 from .tape import EagerTensor, ForwardTrace, Node, reverse_sweep, tensor_key
-from .tensor import Aval, Tensor
+from .ops.structural import SliceConfig
+from .tensor import Aval, Tensor, is_integer
 
 
 class EagerSession(OpSet):
@@ -140,14 +141,39 @@ class EagerSession(OpSet):
         return self._rt.constant_from(t)
 
     def svd(
-        self, x: EagerTensor, derivative_eps: float | None = None
+        self, x: EagerTensor, derivative_eps: float | None = None, k: int | None = None, method: str = "full"
     ) -> tuple[EagerTensor, EagerTensor, EagerTensor]:
         """Thin SVD (u, s, vt), s descending (real for complex x); ``derivative_eps`` overrides the
         context's ε, relative to the largest singular value. A stack (..., m, n) gives u (..., m, k),
-        s (..., k), vt (..., k, n)."""
+        s (..., k), vt (..., k, n).
+
+        ``k``: only the k leading triplets, (u (m, k), s (k,), vt (k, n)). ``method="full"`` slices
+        the full SVD; ``method="krylov"`` computes them by a block Krylov method (falling back to
+        the full SVD where that is faster or it does not converge), with exact derivatives that
+        take the discarded subspace into account without computing it (README, "Truncated SVD").
+        """
         x = x if type(x) is EagerTensor and x._rt is self._rt else self._operand("svd", x)  # bind's own test
         if derivative_eps is not None:
             derivative_eps = _linalg.check_derivative_eps("svd", derivative_eps)
+        if method not in ("full", "krylov"):
+            raise InvalidArgument("svd", "method 'full' or 'krylov'", repr(method))
+        if k is not None:
+            if not is_integer(k) or isinstance(k, bool):
+                raise InvalidArgument("svd", "k: an int", repr(k))
+            if x.ndim != 2:
+                raise ShapeMismatch("svd", "a matrix (rank 2) for a truncated SVD (k given)", f"shape {list(x.shape)}")
+            if method == "krylov" and is_integer(k) and 1 <= k < min(x.shape):  # k = min(m, n): nothing to discard
+                u, s, vt = self.bind(_linalg.svd_krylov_p, x, k=int(k), derivative_eps=derivative_eps)[:3]
+                return u, s, vt
+            if not 1 <= k <= min(x.shape):
+                raise InvalidArgument("svd", f"k in [1, {min(x.shape)}] for a {x.shape[0]} × {x.shape[1]} matrix",
+                                      repr(k))
+            u, s, vt = self.svd(x, derivative_eps)
+            m, n = x.shape
+            return (self.slice(u, SliceConfig([0, 0], [m, k])), self.slice(s, SliceConfig([0], [k])),
+                    self.slice(vt, SliceConfig([0, 0], [k, n])))
+        if method == "krylov":
+            raise InvalidArgument("svd", "k (the number of leading triplets) with method='krylov'", "k=None")
         if x.ndim == 2:
             u, s, vt = self.bind(_linalg.svd_p, x, derivative_eps=derivative_eps)
             return u, s, vt

@@ -1,0 +1,159 @@
+"""Truncated SVD without the full spectrum: a block Krylov method and the discarded subspace's solve.
+
+``truncated_svd(a, k)`` gives the k leading singular triplets of a, and with them the triplets
+of the next values it converged too ("deflation triplets"), by block Krylov iteration on AᴴA
+from a fixed start block, with full reorthogonalisation and a Rayleigh–Ritz step on A itself
+(so exact multiplets up to the block size are found, and every run gives the same bits). It
+stops when every kept triplet's residual ‖Aᴴ u − s v‖ is at most ``tol``·s₁ (A v = s u holds to
+rounding by construction) and the first triplet it has not converged lies below
+``DEFLATE_BELOW``·s_k; it takes the full SVD (LAPACK gesdd) when k is not much smaller than
+min(m, n), the matrix is small, or the iteration does not converge within its budget.
+
+``complement_solve`` solves, column by column, (s_i² − AAᴴ) y_i = g_i on the complement of the
+kept left singular vectors: the equation through which the discarded subspace enters the exact
+derivative of a truncated SVD (Francuz, Schuch and Vanhecke, PRR 7, 013237 (2025)). The
+deflation triplets' share is explicit, with each reciprocal broadened as the full SVD rule
+broadens 1/(s_j − s_i); the rest is conjugate gradients on the equivalent coupled system in
+A and Aᴴ (which does not square A's condition), well conditioned because every discarded value
+above DEFLATE_BELOW·s_k was deflated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import LinalgError
+
+#: Residual tolerance of a kept triplet, relative to s₁.
+TOLERANCE = 1e-13
+#: Deflate every discarded value above this fraction of s_k (bounds the solve's condition number).
+DEFLATE_BELOW = 0.5
+#: The Krylov method is used for k ≤ this fraction of min(m, n), and min(m, n) ≥ KRYLOV_FROM; else the
+#: full SVD is faster (bench/README.md, "Truncated SVD": the crossover measured on TRG-like spectra).
+KRYLOV_UP_TO = 0.1
+KRYLOV_FROM = 128
+#: Relative residual the discarded subspace's solve must reach, and its iteration budget.
+SOLVE_TOLERANCE = 1e-13
+SOLVE_STEPS = 200
+#: Kept values below this fraction of s₁ are numerically zero for the solve (rounding decides its
+#: operator there): their columns get zero, the Lorentzian's value at a repeated value.
+NUMERICAL_ZERO = 1e-10
+
+_SEED = 20240601
+
+
+def _orthonormal_columns(w: np.ndarray, basis: np.ndarray | None) -> np.ndarray:
+    """w's columns orthonormalised against ``basis`` and each other (twice: "twice is enough")."""
+    for _ in range(2):
+        if basis is not None:
+            w = w - basis @ (basis.conj().T @ w)
+        w = np.linalg.qr(w)[0]
+    return w
+
+
+def block_size(k: int, n: int) -> int:
+    """The Krylov block: at least 8, or half of k (the largest multiplet it resolves at once)."""
+    return min(n, max(8, k // 2))
+
+
+def _krylov(a: np.ndarray, k: int, tol: float) -> tuple | None:
+    """(U, s, Vh) of every Ritz triplet and how many leading ones converged, or None."""
+    m, n = a.shape
+    b = block_size(k, n)
+    budget = min(n, max(6 * k, k + 8 * b))
+    start = np.random.default_rng(_SEED).standard_normal((n, b))
+    if a.dtype.kind == "c":
+        start = start + 1j * np.random.default_rng(_SEED + 1).standard_normal((n, b))
+    basis = _orthonormal_columns(start.astype(a.dtype), None)
+    image = a @ basis
+    while True:
+        left, values, right_h = np.linalg.svd(image, full_matrices=False)
+        watched = min(len(values), k + 2 * b)  # the kept triplets and the next ones deflation may take
+        left, values, right_h = left[:, :watched], values[:watched], right_h[:watched]
+        right = basis @ right_h.conj().T
+        residual = np.linalg.norm(a.conj().T @ left - right * values, axis=0)
+        converged = residual <= tol * values[0] if values[0] > 0 else np.ones(len(values), bool)
+        count = int(np.argmin(converged)) if not converged.all() else len(values)
+        if count >= k and count < len(values) and values[count] <= DEFLATE_BELOW * values[k - 1]:
+            return left, values, right.conj().T, count
+        if count == len(values) == basis.shape[1]:  # the whole space: nothing is left to deflate
+            return left, values, right.conj().T, count
+        if basis.shape[1] + b > budget:
+            return None
+        block = _orthonormal_columns(a.conj().T @ (a @ basis[:, -b:]), basis)
+        basis = np.hstack([basis, block])
+        image = np.hstack([image, a @ block])
+
+
+def truncated_svd(a: np.ndarray, k: int, tol: float = TOLERANCE) -> tuple[np.ndarray, ...]:
+    """(U_k, s_k, Vh_k, Z, Zh, z): the k leading triplets, and the triplets (Z, z, Zh) of the further
+    values it converged (at least those above DEFLATE_BELOW·s_k). Falls back to the full SVD."""
+    m, n = a.shape
+    found = _krylov(a, k, tol) if k <= KRYLOV_UP_TO * min(m, n) and min(m, n) >= KRYLOV_FROM else None
+    if found is None:
+        left, values, right_h = np.linalg.svd(a, full_matrices=False)
+        below = np.nonzero(values[k:] <= DEFLATE_BELOW * values[k - 1])[0]
+        count = k + (int(below[0]) if len(below) else len(values) - k)
+    else:
+        left, values, right_h, count = found
+    return (np.ascontiguousarray(left[:, :k]), values[:k].copy(), np.ascontiguousarray(right_h[:k]),
+            np.ascontiguousarray(left[:, k:count]), np.ascontiguousarray(right_h[k:count]), values[k:count].copy())
+
+
+def broadened_reciprocal(x: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """x/(x² + width²): 1/x where |x| ≫ width, finite everywhere."""
+    return x / (x * x + width * width)
+
+
+def complement_solve(a: np.ndarray, u: np.ndarray, vt: np.ndarray, s: np.ndarray, g: np.ndarray, z: np.ndarray,
+                     zt: np.ndarray, z_values: np.ndarray, eps: float) -> np.ndarray:
+    """Y with (s_i² − AAᴴ) y_i = g_i projected on the complement of u's columns, y_i in it
+    (u, s, vt: A's leading triplets; z, z_values, zt: further triplets, for deflation).
+
+    Along z the solution is explicit, (z_jᴴ g_i)/(s_i² − z_j²), broadened where s_i and z_j meet
+    as the full rule broadens 1/(s_i − z_j) ((s_i² − z_j²) ≈ 2 s_i (s_i − z_j) there: width
+    2 ε s₁ s_i). The rest is y_i = x_i/s_i for the solution of the coupled system
+    s_i x − A w = g_i, s_i w − Aᴴ x = 0 on the complements of (u, z) and (v, zt), whose eigenvalues
+    s_i ± σ (σ ≤ DEFLATE_BELOW s_k, deflated) make it positive definite with a condition number of
+    at most 3, and which, unlike (s_i² − AAᴴ), does not square A's rounding: conjugate gradients,
+    all columns at once. A kept value at rounding level (a matrix of lower rank than k) is, to
+    rounding, equal to every value left: its column gets the Lorentzian's value there, zero.
+    LinalgError if the iteration does not converge.
+    """
+    scale = float(s[0]) if len(s) and s[0] > 0 else 1.0
+    shifts = np.asarray(s, dtype=np.real(g).dtype)
+    left = np.hstack([u, z])
+    right = np.vstack([vt, zt]).conj().T
+
+    def apply(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ax, aw = a @ w, a.conj().T @ x
+        ax = ax - left @ (left.conj().T @ ax)
+        aw = aw - right @ (right.conj().T @ aw)
+        return x * shifts - ax, w * shifts - aw
+
+    resolved = s > NUMERICAL_ZERO * scale
+    share = z.conj().T @ g
+    gap = (shifts * shifts)[None, :] - (z_values * z_values)[:, None]
+    explicit = z @ (share * broadened_reciprocal(gap, 2 * eps * scale * s[None, :]) * resolved)
+    rx = (g - left @ (left.conj().T @ g)) * resolved
+    rw = np.zeros((a.shape[1], g.shape[1]), dtype=g.dtype)
+    norms = np.linalg.norm(rx, axis=0)
+    x, w = np.zeros_like(rx), np.zeros_like(rw)
+    px, pw = rx.copy(), rw.copy()
+    rr = norms * norms
+    for _ in range(SOLVE_STEPS + 1):
+        if np.all(np.sqrt(rr) <= SOLVE_TOLERANCE * norms):
+            y = np.divide(x, shifts, out=np.zeros_like(x), where=resolved)
+            return explicit + y
+        qx, qw = apply(px, pw)
+        curvature = np.real(np.sum(px.conj() * qx, axis=0) + np.sum(pw.conj() * qw, axis=0))
+        alpha = np.divide(rr, curvature, out=np.zeros_like(rr), where=curvature > 0)
+        x, w = x + px * alpha, w + pw * alpha
+        rx, rw = rx - qx * alpha, rw - qw * alpha
+        rr_next = np.real(np.sum(rx.conj() * rx, axis=0) + np.sum(rw.conj() * rw, axis=0))
+        beta = np.divide(rr_next, rr, out=np.zeros_like(rr), where=rr > 0)
+        px, pw = rx + px * beta, rw + pw * beta
+        rr = rr_next
+    worst = float(np.max(np.sqrt(rr) / np.where(norms > 0, norms, 1.0)))
+    raise LinalgError("svd", f"the discarded subspace's solve to reach a relative residual of {SOLVE_TOLERANCE:g} "
+                             f"in {SOLVE_STEPS} steps", f"{worst:.1e}")

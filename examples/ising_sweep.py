@@ -1,6 +1,6 @@
 """A β sweep of the 2D Ising model by TRG, into a CSV and a plot against Onsager.
 
-Usage: python examples/ising_sweep.py [--chi 16] [--steps 20] [--c ad|difference] [--h 1e-5]
+Usage: python examples/ising_sweep.py [--chi 16] [--steps 20] [--c ad|difference] [--h 1e-5] [--svd full|krylov]
            [--betas 0.40:0.48:0.005] [--jobs N | --scheduler ADDRESS] [--out runs/sweep]
 
 Per β, compute_point gives lnZ/N, u = −d(lnZ/N)/dβ and c = β² d²(lnZ/N)/dβ²: by default
@@ -32,7 +32,7 @@ One run at a time per CSV: a run holds an exclusive lock (flock) on OUT.csv.lock
 reading the CSV to its last write (a file left in place); a second run into the same OUT
 says on stderr that it waits, then computes only what the first left missing.
 
-Parallel: each β is one task ``compute_point(beta, chi, steps, h)`` (h None: c by AD; a
+Parallel: each β is one task ``compute_point(beta, chi, steps, h, svd)`` (h None: c by AD; a
 module-level function, so it pickles) for a ``concurrent.futures.Executor``. The command
 line uses ``--jobs`` worker processes (default: the cores), with ``--jobs 1`` one thread of
 this process, or with ``--scheduler ADDRESS`` the workers of a Dask cluster (``pip install
@@ -63,13 +63,14 @@ from typing import Iterable, Iterator, NamedTuple
 
 import ising_trg
 from ising_trg import (
-    BETA_RANGE, crossing_warning, in_beta_range, plain_number, schedule, value_and_grad, value_grad_and_curvature,
+    BETA_RANGE, SVD_METHODS, crossing_warning, in_beta_range, plain_number, schedule, value_and_grad,
+    value_grad_and_curvature,
 )
 from onsager import BETA_C, energy, ln_z, specific_heat
 from tenferro_py import CpuEngine
 
 RESULT_COLUMNS = ("beta", "lnz", "u", "c", "lnz_onsager", "u_onsager", "c_onsager", "lnz_err", "u_err", "c_err")
-SETTING_COLUMNS = ("chi", "steps", "c_method", "h")
+SETTING_COLUMNS = ("chi", "steps", "c_method", "h", "svd")
 COLUMNS = RESULT_COLUMNS + SETTING_COLUMNS
 HEADER = ",".join(COLUMNS)
 FORMER_COLUMNS = ("beta", "lnz", "u", "c", "c_method", "lnz_onsager", "u_onsager", "c_onsager", "lnz_err", "u_err",
@@ -120,14 +121,17 @@ class Terminated(BaseException):
 
 
 class Settings(NamedTuple):
-    """What every row of one CSV shares: χ, the steps, and how c is computed (h None: by AD)."""
+    """What every row of one CSV shares: χ, the steps, how c is computed (h None: by AD), and how
+    each step's leading singular triplets are (svd: "full" or "krylov", ising_trg.py's --svd)."""
 
     chi: int
     steps: int
     h: float | None
+    svd: str = "full"
 
     def __str__(self) -> str:
-        return f"chi={self.chi} steps={self.steps} c={c_method(self.h)}" + ("" if self.h is None else f" h={self.h!r}")
+        return (f"chi={self.chi} steps={self.steps} c={c_method(self.h)}" + ("" if self.h is None else f" h={self.h!r}")
+                + ("" if self.svd == "full" else f" svd={self.svd}"))
 
 
 class Sweep(NamedTuple):
@@ -145,7 +149,7 @@ def c_method(h: float | None) -> str:
     return "ad" if h is None else "difference"
 
 
-def compute_point(beta: float, chi: int, steps: int, h: float | None = None) -> dict:
+def compute_point(beta: float, chi: int, steps: int, h: float | None = None, svd: str = "full") -> dict:
     """TRG's lnZ/N, u and c at β: the one place that decides how c is computed (c_method).
 
     h None: c_ad = β² d²(lnZ/N)/dβ² by forward-over-reverse, exactly as examples/ising_trg.py
@@ -156,12 +160,12 @@ def compute_point(beta: float, chi: int, steps: int, h: float | None = None) -> 
     ks = schedule(chi, steps)
     engine = CpuEngine.serial()
     if h is None:
-        lnz, grad, curvature = value_grad_and_curvature(beta, ks, engine)
+        lnz, grad, curvature = value_grad_and_curvature(beta, ks, engine, svd=svd)
         return {"beta": beta, "lnz": lnz, "u": -grad, "c": beta * beta * curvature, "c_method": "ad"}
-    lnz, grad = value_and_grad(beta, ks, engine)
+    lnz, grad = value_and_grad(beta, ks, engine, svd=svd)
     spectra_m, spectra_p = [], []
-    below = (*value_and_grad(beta - h, ks, engine, spectra=spectra_m), spectra_m)
-    above = (*value_and_grad(beta + h, ks, engine, spectra=spectra_p), spectra_p)
+    below = (*value_and_grad(beta - h, ks, engine, spectra=spectra_m, svd=svd), spectra_m)
+    above = (*value_and_grad(beta + h, ks, engine, spectra=spectra_p, svd=svd), spectra_p)
     c = beta * beta * (above[1] - below[1]) / (2 * h)
     suspect = crossing_warning(beta, h, ks, below, above, c, None) is not None
     return {"beta": beta, "lnz": lnz, "u": -grad, "c": c, "c_method": "difference-crossing" if suspect else "difference"}
@@ -357,7 +361,9 @@ def _check_row(line: bytes) -> tuple[float, Settings]:
         raise DamagedRow(f"c_method {row['c_method']!r} and h {row['h']!r} do not go together")
     if chi < 1 or steps < 1 or (h is not None and not (math.isfinite(h) and h > 0)):
         raise DamagedRow(f"chi, steps or h is out of range: {row['chi']}, {row['steps']}, {row['h']}")
-    return beta, Settings(chi, steps, h)
+    if row["svd"] not in SVD_METHODS:
+        raise DamagedRow(f"svd is not one of {', '.join(SVD_METHODS)}: {row['svd']!r}")
+    return beta, Settings(chi, steps, h, row["svd"])
 
 
 def _row(point: dict, settings: Settings) -> str:
@@ -372,14 +378,14 @@ def _row(point: dict, settings: Settings) -> str:
         onsager = float(exact(beta))
         cells[f"{name}_onsager"], cells[f"{name}_err"] = repr(onsager), repr(float(point[name]) - onsager)
     cells.update(beta=repr(float(beta)), chi=str(settings.chi), steps=str(settings.steps), c_method=point["c_method"],
-                 h="" if settings.h is None else repr(settings.h))
+                 h="" if settings.h is None else repr(settings.h), svd=settings.svd)
     return ",".join(cells[name] for name in COLUMNS) + "\n"
 
 
 def _convert_former(lines: list[bytes], settings: Settings) -> list[bytes]:
     """The rows of a former-format CSV in the columns of now; a line that is no former row is
     kept as it is, for _prepare to name as damaged."""
-    tail = [str(settings.chi), str(settings.steps), "", "" if settings.h is None else repr(settings.h)]
+    tail = [str(settings.chi), str(settings.steps), "", "" if settings.h is None else repr(settings.h), settings.svd]
     converted = []
     for line in lines:
         try:
@@ -401,7 +407,7 @@ def _former_settings(line: bytes) -> Settings | None:
     if not match:
         return None
     try:
-        return Settings(int(match[1]), int(match[2]), None if match[3] is None else plain_number(match[3], float))
+        return Settings(int(match[1]), int(match[2]), None if match[3] is None else plain_number(match[3], float), "full")
     except ValueError:
         return None
 
@@ -575,13 +581,13 @@ def _init_worker(stop) -> None:
     threading.Thread(target=_watch, args=(os.getppid(), stop), name="sweep watchdog", daemon=True).start()
 
 
-def _worker_point(beta: float, chi: int, steps: int, h: float | None) -> dict:
+def _worker_point(beta: float, chi: int, steps: int, h: float | None, svd: str = "full") -> dict:
     """compute_point in a worker process of run_sweep's pool; after Ctrl-C, no more."""
     if _worker_state["stopped"]:
         raise KeyboardInterrupt
     _worker_state["busy"] = True
     try:
-        return compute_point(beta, chi, steps, h)
+        return compute_point(beta, chi, steps, h, svd)
     finally:
         _worker_state["busy"] = False
 
@@ -668,7 +674,8 @@ def _compute(executor: Executor, task, todo: list[float], settings: Settings, pa
     one line; any other failure of a task is PointFailed. On any exception or interruption
     the pending βs are cancelled and those finished meanwhile still saved.
     """
-    futures = {executor.submit(task, beta, settings.chi, settings.steps, settings.h): beta for beta in todo}
+    futures = {executor.submit(task, beta, settings.chi, settings.steps, settings.h, settings.svd): beta
+               for beta in todo}
     saved: set[Future] = set()
 
     def save(future: Future) -> None:
@@ -714,6 +721,7 @@ def run_sweep(
     jobs: int | None = None,
     progress: bool | None = None,
     scheduler: str | None = None,
+    svd: str = "full",
 ) -> Sweep:
     """Compute the βs not yet in OUT.csv, appending each row as soon as its β finishes
     (then, the run complete, putting the rows in β order), all under OUT.csv.lock.
@@ -737,7 +745,9 @@ def run_sweep(
         raise ValueError(f"jobs must be >= 1, got {jobs}")
     if sum(choice is not None for choice in (executor, jobs, scheduler)) > 1:
         raise ValueError("give at most one of executor, jobs and scheduler")
-    settings, path = Settings(chi, steps, h), output_paths(out)[0]
+    if svd not in SVD_METHODS:
+        raise ValueError(f"svd must be one of {', '.join(SVD_METHODS)}, got {svd!r}")
+    settings, path = Settings(chi, steps, h, svd), output_paths(out)[0]
     computed: list[float] = []
     failed: dict[float, str] = {}
     with _exclusive(path):
@@ -876,6 +886,9 @@ def parser() -> argparse.ArgumentParser:
                    help="c by AD (default) or by the central difference of the AD gradient")
     p.add_argument("--h", type=_checked(float, "a finite number > 0", lambda v: math.isfinite(v) and v > 0),
                    default=1e-5, help="step of c's central difference, with --c difference (default 1e-5)")
+    p.add_argument("--svd", choices=SVD_METHODS, default="full",
+                   help="each step's k leading singular triplets from the full SVD (default) or a block Krylov "
+                        "method with exact derivatives, faster at large chi (README, 'Truncated SVD')")
     p.add_argument("--betas", type=_betas_argument, default="0.40:0.48:0.005",
                    help="START:STOP:STEP (STOP included when on the grid) or a list '0.4,0.44 0.5', each beta in "
                         f"{_beta_range_text()} (default 0.40:0.48:0.005)")
@@ -910,7 +923,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         _check_writable(png_path)
-        sweep = run_sweep(args.betas, args.chi, args.steps, h, args.out, jobs=args.jobs, scheduler=args.scheduler)
+        sweep = run_sweep(args.betas, args.chi, args.steps, h, args.out, jobs=args.jobs, scheduler=args.scheduler,
+                          svd=args.svd)
     except SweepError as err:
         print(f"ising_sweep.py: error: {err}", file=sys.stderr)
         return 2

@@ -11,9 +11,11 @@ c_ad = β² d²(lnZ/N)/dβ² comes by forward mode through the staged forward an
 step's reverse part (no difference, no whole-graph tape); where c by difference
 straddles a jump of truncated TRG's lnZ/N(β), a warning says so.
 
-Usage: python examples/ising_trg.py [--compare] [--c=both|diff|ad] [chi=16] [steps=20] [width=1] [h=1e-5] [beta ...]
+Usage: python examples/ising_trg.py [--compare] [--c=both|diff|ad] [--svd=full|krylov] [chi=16] [steps=20] [width=1] [h=1e-5] [beta ...]
 (--compare: then print the errors against Onsager and SPEC's reference table;
  --c: c by central difference of the gradient, by AD, or both (default);
+ --svd: each step's k leading singular triplets from the full SVD (default) or from a block
+ Krylov method with exact derivatives (faster at large chi; README, "Truncated SVD");
  numbers in plain decimal notation (1e-5, 0.44; not 1_000, inf or nan);
  each beta, and with c by difference each beta - h and beta + h, in [1e-14, 8]: outside,
  double precision no longer resolves the first step's singular values and u and c come
@@ -47,7 +49,8 @@ Measured on grids over [1e-17, 10] at 11 settings from χ = 1, 1 step to χ = 32
 2β and in e^(−4β)). χ = 2 over many steps is not finite even inside, at high temperature."""
 STRUCTURAL_RANKS = (2, 4, 4)  # ranks of the first three steps' matrices; beyond them s = 0 exactly
 USAGE = (
-    "usage: python examples/ising_trg.py [--compare] [--c=both|diff|ad] [chi=16] [steps=20] [width=1] [h=1e-5] "
+    "usage: python examples/ising_trg.py [--compare] [--c=both|diff|ad] [--svd=full|krylov] [chi=16] [steps=20] "
+    "[width=1] [h=1e-5] "
     "[beta ...]"
 )
 
@@ -98,17 +101,24 @@ def _half(
     return s.reshape(left, (d, d, k)), s.reshape(right, (d, d, k))
 
 
-def step(s: EagerSession, t: EagerTensor, k: int, spectra: list | None = None) -> tuple[EagerTensor, EagerTensor]:
+def step(
+    s: EagerSession, t: EagerTensor, k: int, spectra: list | None = None, svd: str = "full"
+) -> tuple[EagerTensor, EagerTensor]:
     """One TRG step: (T', ln‖T‖) with T' of bond dimension k built from T / ‖T‖.
 
-    ``spectra``, when given, receives the singular values of both SVDs.
+    ``spectra``, when given, receives the singular values of both SVDs (all of them with
+    ``svd="full"``, the k kept with ``svd="krylov"``, which computes only those: README,
+    "Truncated SVD").
     """
     d = t.shape[0]
     norm = s.sqrt(s.reduce_sum(s.mul(t, t)))
     t = s.div(t, s.broadcast_in_dim(norm, t.shape, ()))
     ma = s.reshape(s.transpose(t, (2, 1, 0, 3)), (d * d, d * d))
     mb = s.reshape(s.transpose(t, (3, 2, 1, 0)), (d * d, d * d))
-    svd_a, svd_b = s.svd(ma), s.svd(mb)  # independent: on a wide engine they run side by side
+    if svd == "full":
+        svd_a, svd_b = s.svd(ma), s.svd(mb)  # independent: on a wide engine they run side by side
+    else:
+        svd_a, svd_b = s.svd(ma, k=k, method="krylov"), s.svd(mb, k=k, method="krylov")
     if spectra is not None:
         spectra.extend((svd_a[1], svd_b[1]))
     s1, s3 = _half(s, svd_a, d, k)
@@ -132,7 +142,8 @@ class Forward(NamedTuple):
 
 
 def forward(
-    rt: EagerRuntime, eng: CpuEngine, b: EagerTensor, ks: Sequence[int], spectra: list | None = None
+    rt: EagerRuntime, eng: CpuEngine, b: EagerTensor, ks: Sequence[int], spectra: list | None = None,
+    svd: str = "full",
 ) -> Forward:
     """T₀ from β, then each step on a fresh leaf (the trace is cut there), then ln tr; lnZ/N."""
     n = len(ks)
@@ -142,7 +153,7 @@ def forward(
     t = t0
     for i, k in enumerate(ks):
         leaf = rt.variable_from(t)
-        t_next, ln_norm = rt.with_eager_session(eng, lambda s: step(s, leaf, k, spectra))
+        t_next, ln_norm = rt.with_eager_session(eng, lambda s: step(s, leaf, k, spectra, svd))
         stages.append((leaf, t_next, ln_norm))
         acc += 2.0 ** (n - i) * ln_norm.item()
         t = t_next
@@ -162,12 +173,14 @@ def value_and_grad(
     engine: CpuEngine | None = None,
     runtime: EagerRuntime | None = None,
     spectra: list | None = None,
+    svd: str = "full",
 ) -> tuple[float, float]:
-    """(lnZ/N, d(lnZ/N)/dβ) for N = 2^n sites, n = len(ks), by the staged sweep."""
+    """(lnZ/N, d(lnZ/N)/dβ) for N = 2^n sites, n = len(ks), by the staged sweep (``svd``: "full" or
+    "krylov", how each step's k leading triplets are computed)."""
     rt, eng = _setup(runtime, engine)
     n = len(ks)
     b = rt.variable_from(Tensor.scalar(beta))
-    fw = forward(rt, eng, b, ks, spectra)
+    fw = forward(rt, eng, b, ks, spectra, svd)
     # Reverse: newest step first; per step one vjp through T_{i+1}, one through ln‖T_i‖.
     with rt.no_grad():
         ct = rt.vjp(eng, fw.ln_tr, fw.last, Tensor.scalar(2.0**-n))
@@ -181,7 +194,8 @@ def value_and_grad(
 
 
 def value_grad_and_curvature(
-    beta: float, ks: Sequence[int], engine: CpuEngine | None = None, runtime: EagerRuntime | None = None
+    beta: float, ks: Sequence[int], engine: CpuEngine | None = None, runtime: EagerRuntime | None = None,
+    svd: str = "full",
 ) -> tuple[float, float, float]:
     """(lnZ/N, d/dβ, d²/dβ²) by forward-over-reverse through the staged sweep, step by step.
 
@@ -194,7 +208,7 @@ def value_grad_and_curvature(
     rt, eng = _setup(runtime, engine)
     n = len(ks)
     b = rt.variable_from(Tensor.scalar(beta))
-    fw = forward(rt, eng, b, ks)
+    fw = forward(rt, eng, b, ks, svd=svd)
     memos = [TangentMemo() for _ in fw.stages]  # each step's tangents, lent to the jvp of its pullback
     with rt.no_grad():  # tangents of T₀ … T_n along dβ = 1
         t_dots = [rt.jvp(eng, fw.t0, b, Tensor.scalar(1.0))]
@@ -215,13 +229,13 @@ def value_grad_and_curvature(
     return fw.lnz, grad.item(), curvature.item()
 
 
-def program(ks: Sequence[int]) -> staged.Program:
+def program(ks: Sequence[int], svd: str = "full") -> staged.Program:
     """The same TRG as a :class:`tenferro_py.staged.Program`: ``initial``, one ``step`` per k, ``log_trace``.
 
     Its sweeps give bit for bit what this file's hand-written ones give.
     """
     n = len(ks)
-    stages = [staged.Stage(partial(step, k=k), 2.0**-i) for i, k in enumerate(ks)]
+    stages = [staged.Stage(partial(step, k=k, svd=svd), 2.0**-i) for i, k in enumerate(ks)]
     return staged.Program(initial, stages, log_trace, 2.0**-n)
 
 
@@ -322,11 +336,12 @@ def in_beta_range(beta: float) -> bool:
 
 
 C_MODES = ("both", "diff", "ad")
+SVD_METHODS = ("full", "krylov")
 
 
 def parse_args(argv: Sequence[str]) -> dict:
     """chi, steps, width, h, betas, compare and the c mode from the Rust bin's positional arguments."""
-    out: dict = {"compare": False, "c": "both"}
+    out: dict = {"compare": False, "c": "both", "svd": "full"}
     args = []
     for a in argv:
         if a == "--compare":
@@ -335,8 +350,12 @@ def parse_args(argv: Sequence[str]) -> dict:
             if a[4:] not in C_MODES:
                 raise UsageError(f"--c must be one of {', '.join(C_MODES)}, got {a[4:]!r}")
             out["c"] = a[4:]
+        elif a.startswith("--svd="):
+            if a[6:] not in SVD_METHODS:
+                raise UsageError(f"--svd must be one of {', '.join(SVD_METHODS)}, got {a[6:]!r}")
+            out["svd"] = a[6:]
         elif a.startswith("--"):
-            raise UsageError(f"unknown option {a!r}; allowed: --help, --compare, --c=both|diff|ad")
+            raise UsageError(f"unknown option {a!r}; allowed: --help, --compare, --c=both|diff|ad, --svd=full|krylov")
         else:
             args.append(a)
     positive_int = ("an integer >= 1", lambda v: v >= 1)
@@ -379,22 +398,22 @@ def main(argv: Sequence[str]) -> int:
         return 2
     ks = schedule(cfg["chi"], cfg["steps"])
     engine = CpuEngine(Pool.builder().threads(cfg["width"]).build())
-    h, mode = cfg["h"], cfg["c"]
+    h, mode, svd = cfg["h"], cfg["c"], cfg["svd"]
     print(f"tenferro_py {tf.__version__} eager staged chi={cfg['chi']} steps={cfg['steps']} "
-          f"width={cfg['width']} h={h:g} ks={ks}")
+          f"width={cfg['width']} h={h:g} ks={ks}" + (f" svd={svd}" if svd != "full" else ""))
     results = {}
     for beta in cfg["betas"]:
-        (lnz, grad), t_vg = _best_of_three(lambda: value_and_grad(beta, ks, engine))
+        (lnz, grad), t_vg = _best_of_three(lambda: value_and_grad(beta, ks, engine, svd=svd))
         values, hexes, timing = [f"lnZ/N={lnz:.15f}", f"u={-grad:.15f}"], [], f"value_and_grad {t_vg * 1e3:.1f} ms"
         c = c_ad = None
         if mode != "diff":
-            (_, _, curvature), t_ad = _best_of_three(lambda: value_grad_and_curvature(beta, ks, engine))
+            (_, _, curvature), t_ad = _best_of_three(lambda: value_grad_and_curvature(beta, ks, engine, svd=svd))
             c_ad = beta * beta * curvature
             timing += f" c_ad {t_ad * 1e3:.1f} ms"
         if mode != "ad":
             spectra_m, spectra_p = [], []
-            below = (*value_and_grad(beta - h, ks, engine, spectra=spectra_m), spectra_m)
-            above = (*value_and_grad(beta + h, ks, engine, spectra=spectra_p), spectra_p)
+            below = (*value_and_grad(beta - h, ks, engine, spectra=spectra_m, svd=svd), spectra_m)
+            above = (*value_and_grad(beta + h, ks, engine, spectra=spectra_p, svd=svd), spectra_p)
             c = beta * beta * (above[1] - below[1]) / (2 * h)
             values.append(f"c={c:.12f}")
             hexes.append(f"c={hex_bits(c)}")

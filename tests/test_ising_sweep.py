@@ -35,7 +35,7 @@ import onsager  # noqa: E402
 CHI, STEPS, H = 4, 6, None  # H None: c by AD, the default
 BETAS = [0.3, 0.44, 0.5]
 SETTINGS = ["--chi", str(CHI), "--steps", str(STEPS)]
-NUMERIC = [name for name in ising_sweep.COLUMNS if name not in ("c_method", "h")]
+NUMERIC = [name for name in ising_sweep.COLUMNS if name not in ("c_method", "h", "svd")]
 
 
 def expected_row(beta: float, h: float | None = None, chi: int = CHI, steps: int = STEPS) -> dict[str, str]:
@@ -53,7 +53,7 @@ def expected_row(beta: float, h: float | None = None, chi: int = CHI, steps: int
     exact = (onsager.ln_z(beta), onsager.energy(beta), onsager.specific_heat(beta))
     values = [beta, lnz, -grad, c, *exact, lnz - exact[0], -grad - exact[1], c - exact[2]]
     row = dict(zip(ising_sweep.RESULT_COLUMNS, map(repr, values)))
-    return dict(row, chi=str(chi), steps=str(steps), c_method=method, h="" if h is None else repr(h))
+    return dict(row, chi=str(chi), steps=str(steps), c_method=method, h="" if h is None else repr(h), svd="full")
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +77,9 @@ def counting(monkeypatch) -> list[float]:
     calls: list[float] = []
     real = ising_sweep.compute_point
 
-    def compute_point(beta, chi, steps, h):
+    def compute_point(beta, chi, steps, h, svd="full"):
         calls.append(beta)
-        return real(beta, chi, steps, h)
+        return real(beta, chi, steps, h, svd)
 
     monkeypatch.setattr(ising_sweep, "compute_point", compute_point)
     return calls
@@ -225,15 +225,16 @@ def _replace_field(index: int, text: bytes):
 
 
 DAMAGES = {
-    "a missing field": (lambda line: b",".join(line.split(b",")[:2] + line.split(b",")[3:]), "13 fields, not 14"),
+    "a missing field": (lambda line: b",".join(line.split(b",")[:2] + line.split(b",")[3:]), "14 fields, not 15"),
     "a non-number": (_replace_field(2, b"-1.49x"), "u is not a number: '-1.49x'"),
     "a NaN": (_replace_field(1, b"nan"), "lnz is not a number: 'nan'"),
     "a garbled beta": (lambda line: b"0.45" + line[4:], "lnz_onsager is not Onsager's value at beta=0.45"),
     "a garbled digit": (lambda line: line.replace(b"0.9379362722543717", b"0.9379362722548717"),
                         "lnz_err is not lnz - lnz_onsager"),
     "bytes that are not UTF-8": (lambda line: line[:8] + b"\xff\xfe" + line[10:], "bytes that are not UTF-8"),
-    "a garbled setting": (lambda line: line.removesuffix(b",4,6,ad,") + b",4x,6,ad,",
+    "a garbled setting": (lambda line: line.removesuffix(b",4,6,ad,,full") + b",4x,6,ad,,full",
                           "chi, steps or h is not a number"),
+    "an unknown method": (lambda line: line.removesuffix(b",full") + b",lanczos", "svd is not one of full, krylov"),
 }
 
 
@@ -433,7 +434,7 @@ def test_a_beta_without_a_finite_result_is_one_line_no_row_and_exit_2(failure, t
                                                                      expected):
     real = ising_sweep.compute_point
 
-    def compute_point(beta, chi, steps, h):
+    def compute_point(beta, chi, steps, h, svd="full"):
         if beta != 0.44:
             return real(beta, chi, steps, h)
         if failure == "LinalgError":
@@ -452,7 +453,7 @@ def test_a_beta_without_a_finite_result_is_one_line_no_row_and_exit_2(failure, t
 
 
 def test_a_task_that_fails_otherwise_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, expected):
-    def compute_point(beta, chi, steps, h):
+    def compute_point(beta, chi, steps, h, svd="full"):
         raise RuntimeError("a worker lost its way\nsecond line")
 
     monkeypatch.setattr(ising_sweep, "compute_point", compute_point)
@@ -503,7 +504,7 @@ def test_an_out_that_cannot_be_written_is_one_line_before_any_computation(where,
 def test_keyboard_interrupt_keeps_the_finished_betas_and_exits_130(tmp_path, monkeypatch, capsys, expected):
     real = ising_sweep.compute_point
 
-    def interrupted_at_05(beta, chi, steps, h):
+    def interrupted_at_05(beta, chi, steps, h, svd="full"):
         if beta == 0.5:
             raise KeyboardInterrupt
         return real(beta, chi, steps, h)
@@ -662,3 +663,15 @@ def test_without_matplotlib_the_csv_is_written_and_one_line_says_how_to_plot(tmp
     assert out[0] == "s.csv: 1 betas computed, 0 already there"
     assert len(out) == 2 and "pip install -e '.[plot]'" in out[1] and "s.png" in out[1]
     assert Path("s.csv").exists() and not Path("s.png").exists()
+
+
+def test_a_krylov_sweep_records_its_method_and_agrees_with_the_full_one(tmp_path, expected):
+    """--svd krylov: the method is a setting of every row (a full sweep into that file is refused);
+    at these settings the Krylov path falls back to the full SVD, so the numbers are the same."""
+    sweep = ising_sweep.run_sweep(BETAS, CHI, STEPS, H, tmp_path / "k", jobs=1, svd="krylov")
+    got = rows(sweep.csv)
+    for beta in BETAS:
+        assert got[beta]["svd"] == "krylov"
+        assert abs(float(got[beta]["u"]) - float(expected[beta]["u"])) < 1e-10
+    with pytest.raises(ising_sweep.SettingsMismatch):
+        ising_sweep.run_sweep(BETAS, CHI, STEPS, H, tmp_path / "k", jobs=1)

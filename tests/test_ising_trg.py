@@ -168,3 +168,16 @@ def test_cli_rejects_bad_arguments(args, name):
 def test_cli_help():
     result = _run("--help")
     assert result.returncode == 0 and "usage:" in result.stdout
+
+
+def test_cli_svd_flag():
+    """--svd=krylov keeps the output's format; the header says which method ran."""
+    result = _run("--svd=krylov", "--c=ad", "16", "6", "1", "1e-5", "0.5")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith(" svd=krylov") and lines[1].startswith("beta=0.5000 lnZ/N=")
+    assert " | value_and_grad " in lines[1] and " c_ad " in lines[1]
+    lnz = float(lines[1].split("lnZ/N=")[1].split()[0])
+    assert abs(lnz - ising_trg.value_and_grad(0.5, ising_trg.schedule(16, 6))[0]) < 1e-12
+    bad = _run("--svd=lanczos")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--svd must be one of full, krylov" in bad.stderr

@@ -28,7 +28,7 @@ LAYERS = [
     ["linalg"],
     ["session"],
     ["runtime"],
-    ["staged", "testing"],
+    ["staged", "testing", "fixed_point"],
     ["numpy.array"],
     ["numpy.functions", "numpy.transforms"],
     ["numpy.linalg"],

@@ -1,0 +1,355 @@
+"""Fixed points x* = f(x*, θ) and their derivatives by implicit differentiation.
+
+CTMRG, VUMPS and power methods run a step x_{n+1} = f(x_n, θ) until it stops moving; a
+loss L = ℓ(x*, θ) of the fixed point then depends on θ through x*(θ), which solves
+x* = f(x*, θ). Differentiating that equation, rather than the iterations, gives:
+
+* reverse mode: (I − ∂f/∂x)ᴴ λ = ∂ℓ/∂x, then dL/dθ = ∂ℓ/∂θ + (∂f/∂θ)ᴴ λ;
+* forward mode: (I − ∂f/∂x) ẋ = ∂f/∂θ θ̇, then L̇ = ∂ℓ/∂x ẋ + ∂ℓ/∂θ θ̇;
+* forward over reverse: differentiating the adjoint equation along (ẋ, θ̇) gives
+  (I − ∂f/∂x)ᴴ λ̇ = a_x and H θ̇ = a_θ + (∂f/∂θ)ᴴ λ̇, where (a_x, a_θ) is the jvp along
+  (ẋ, θ̇) of the pullbacks of ℓ (cotangent 1) and of f (cotangent λ, held fixed).
+
+Every product with ∂f/∂x, its adjoint, ∂f/∂θ and the second-order terms is a jvp or vjp of
+one recorded step at (x*, θ), so the solves (scipy's GMRES or BiCGStab, or the geometric
+series λ ← b + (∂f/∂x)ᴴ λ) cost a step's pullback per iteration, and no graph of the
+iterations is kept. The step may include a gauge fix (``gauge``), applied after each step,
+which must make the iterates converge element by element: the derivative is that of the
+gauge-fixed map, and a fixed point only up to a gauge has no derivative.
+
+The state x is a tuple of tensors of one dtype; inside the derivatives it travels as one
+column-major vector, so the solvers see a vector space.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple, Sequence
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator, bicgstab, gmres
+
+from .engine import CpuEngine
+from .errors import InvalidArgument, TenferroError
+from .ops.structural import SliceConfig
+from .runtime import EagerRuntime
+from .session import EagerSession
+from .tape import EagerTensor
+from .tensor import Tensor, is_real_number
+
+State = tuple[EagerTensor, ...]
+StepFn = Callable[[EagerSession, State, EagerTensor], Sequence[EagerTensor]]
+GaugeFn = Callable[[EagerSession, State, State], Sequence[EagerTensor]]
+ReadoutFn = Callable[[EagerSession, State, EagerTensor], EagerTensor]
+
+SOLVERS = ("gmres", "bicgstab", "series")
+#: GMRES's Krylov space between restarts.
+GMRES_RESTART = 60
+
+
+class FixedPointError(TenferroError, ArithmeticError):
+    """The iteration, or a linear solve of its derivative, did not converge."""
+
+
+class _Flat:
+    """How a tuple of tensors of given shapes maps to one column-major vector and back."""
+
+    def __init__(self, shapes: Sequence[tuple[int, ...]], dtype: np.dtype):
+        self.shapes = [tuple(shape) for shape in shapes]
+        self.sizes = [math.prod(shape) for shape in self.shapes]
+        self.dtype = dtype
+
+    def pack(self, arrays: Sequence[np.ndarray]) -> np.ndarray:
+        return np.concatenate([np.asarray(a, self.dtype).reshape(-1, order="F") for a in arrays])
+
+    def unpack(self, vector: np.ndarray) -> tuple[np.ndarray, ...]:
+        bounds = np.cumsum([0, *self.sizes])
+        return tuple(vector[lo:hi].reshape(shape, order="F") for lo, hi, shape in zip(bounds, bounds[1:], self.shapes))
+
+    def split(self, s: EagerSession, x: EagerTensor) -> State:
+        """The session-op inverse of ``join``."""
+        parts, start = [], 0
+        for size, shape in zip(self.sizes, self.shapes):
+            parts.append(s.reshape(s.slice(x, SliceConfig([start], [start + size])), shape))
+            start += size
+        return tuple(parts)
+
+    def join(self, s: EagerSession, parts: Sequence[EagerTensor]) -> EagerTensor:
+        return s.concatenate([s.reshape(p, (math.prod(p.shape),)) for p in parts], 0)
+
+
+class FixedPoint:
+    """The map x ↦ gauge(step(x, θ), x), iterated to its fixed point, and that point's derivatives.
+
+    ``step(s, x, theta)`` takes and returns a tuple of tensors (same shapes and dtype) in session
+    ops; ``gauge(s, new, old)``, optional, fixes the gauge of ``new`` (for example signs, against
+    ``old``). The iteration stops when every tensor moved by at most ``tol`` relative to its norm,
+    after at most ``maxiter`` steps. The linear solves of the derivatives use ``solver`` (one of
+    SOLVERS) to a relative residual of ``solve_tol`` within ``solve_maxiter`` products.
+    """
+
+    def __init__(
+        self, step: StepFn, gauge: GaugeFn | None = None, *, tol: float = 1e-12, maxiter: int = 1000,
+        solver: str = "gmres", solve_tol: float = 1e-12, solve_maxiter: int = 1000,
+    ):
+        op = "FixedPoint"
+        if not callable(step) or (gauge is not None and not callable(gauge)):
+            raise InvalidArgument(op, "a callable step and gauge (or gauge=None)", f"{type(step).__name__}, "
+                                  f"{type(gauge).__name__}")
+        for name, value in (("tol", tol), ("solve_tol", solve_tol)):
+            if not (is_real_number(value) and 0 < value < 1):
+                raise InvalidArgument(op, f"{name} in (0, 1)", repr(value))
+        for name, value in (("maxiter", maxiter), ("solve_maxiter", solve_maxiter)):
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+                raise InvalidArgument(op, f"{name}: an int >= 1", repr(value))
+        if solver not in SOLVERS:
+            raise InvalidArgument(op, f"solver one of {', '.join(SOLVERS)}", repr(solver))
+        self.step, self.gauge = step, gauge
+        self.tol, self.maxiter = float(tol), maxiter
+        self.solver, self.solve_tol, self.solve_maxiter = solver, float(solve_tol), solve_maxiter
+
+    def apply(self, s: EagerSession, x: State, theta: EagerTensor) -> State:
+        """One step of the gauge-fixed map: the function whose fixed point is differentiated."""
+        new = tuple(self.step(s, x, theta))
+        if len(new) != len(x) or any(n.shape != o.shape for n, o in zip(new, x)):
+            raise InvalidArgument("FixedPoint.step", f"{len(x)} tensors of shapes {[list(o.shape) for o in x]}",
+                                  f"shapes {[list(n.shape) for n in new]}")
+        return tuple(self.gauge(s, new, x)) if self.gauge is not None else new
+
+    def solve(
+        self, theta: "Tensor | float", x0: Sequence["Tensor | np.ndarray"], *, engine: CpuEngine | None = None,
+        runtime: EagerRuntime | None = None,
+    ) -> "FixedPointSolution":
+        """Iterate from ``x0`` to the fixed point at ``theta``; FixedPointError if it does not converge."""
+        rt = runtime if runtime is not None else EagerRuntime()
+        eng = engine if engine is not None else CpuEngine.serial()
+        theta_t = _as_tensor("FixedPoint.solve", "theta", theta)
+        arrays = [_as_tensor("FixedPoint.solve", "x0", x).to_numpy() for x in x0]
+        if not arrays:
+            raise InvalidArgument("FixedPoint.solve", "x0: at least one tensor", "an empty sequence")
+        dtype = np.result_type(*arrays)
+        flat = _Flat([a.shape for a in arrays], dtype)
+        residual, iterations = math.inf, 0
+        with rt.no_grad():
+            theta_c = rt.constant_from(theta_t)
+            x = tuple(rt.constant_from(Tensor.from_numpy(a.astype(dtype))) for a in arrays)
+            while iterations < self.maxiter:
+                new = rt.with_eager_session(eng, lambda s: self.apply(s, x, theta_c))
+                iterations += 1
+                residual = max(_relative_change(n.value().to_numpy(), o.value().to_numpy()) for n, o in zip(new, x))
+                x = new
+                if residual <= self.tol:
+                    break
+        if not residual <= self.tol:
+            raise FixedPointError("FixedPoint.solve", f"a change <= {self.tol:.0e} (relative) within "
+                                  f"{self.maxiter} steps", f"{residual:.1e} after {iterations} steps")
+        return FixedPointSolution(self, rt, eng, theta_t, flat, flat.pack([t.value().to_numpy() for t in x]),
+                                  iterations, residual)
+
+
+class _Linearisation(NamedTuple):
+    """One step recorded at the fixed point: the flat state and θ as variables, the step's flat output."""
+
+    x: EagerTensor
+    theta: EagerTensor
+    out: EagerTensor
+    step_reaches: list[EagerTensor]  # those of x and θ the step depends on
+
+
+class FixedPointSolution:
+    """A converged fixed point ``x`` (a tuple of Tensors) at ``theta``, and its derivatives.
+
+    ``iterations`` and ``residual`` say how it converged. The derivative methods record one
+    step at (x, θ) on first use and reuse it.
+    """
+
+    def __init__(self, problem: FixedPoint, rt: EagerRuntime, eng: CpuEngine, theta: Tensor, flat: _Flat,
+                 x_flat: np.ndarray, iterations: int, residual: float):
+        self.problem, self._rt, self._eng, self.theta, self._flat = problem, rt, eng, theta, flat
+        self._x_flat, self.iterations, self.residual = x_flat, iterations, residual
+        self._lin: _Linearisation | None = None
+
+    @property
+    def x(self) -> tuple[Tensor, ...]:
+        return tuple(Tensor.from_numpy(a) for a in self._flat.unpack(self._x_flat))
+
+    # --- the recorded step and the solves ------------------------------------------------
+
+    def _linearisation(self) -> _Linearisation:
+        if self._lin is None:
+            rt, flat = self._rt, self._flat
+            x = rt.variable_from(Tensor.from_numpy(self._x_flat))
+            theta = rt.variable_from(self.theta)
+            out = rt.with_eager_session(
+                self._eng, lambda s: flat.join(s, self.problem.apply(s, flat.split(s, x), theta))
+            )
+            with rt.no_grad():
+                zero = Tensor.from_numpy(np.zeros(out.shape, out.dtype))
+                pulled = rt.vjp_optional(self._eng, out, [x, theta], zero)
+            self._lin = _Linearisation(x, theta, out, [w for w, p in zip((x, theta), pulled) if p is not None])
+        return self._lin
+
+    def _readout(self, readout: ReadoutFn, lin: _Linearisation) -> EagerTensor:
+        value = self._rt.with_eager_session(self._eng, lambda s: readout(s, self._flat.split(s, lin.x), lin.theta))
+        if not isinstance(value, EagerTensor) or math.prod(value.shape) != 1:
+            raise InvalidArgument("FixedPointSolution", "a readout that returns a scalar tensor",
+                                  type(value).__name__ if not isinstance(value, EagerTensor) else
+                                  f"shape {list(value.shape)}")
+        return value
+
+    def _vector(self, t: EagerTensor | None, like: EagerTensor) -> np.ndarray:
+        return np.zeros(like.shape, like.dtype) if t is None else t.value().to_numpy()
+
+    def _adjoint_step(self, v: np.ndarray) -> np.ndarray:
+        """(∂f/∂x)ᴴ v: the step's pullback to x."""
+        lin = self._linearisation()
+        with self._rt.no_grad():
+            return self._vector(self._rt.vjp_optional(self._eng, lin.out, lin.x, Tensor.from_numpy(v)), lin.x)
+
+    def _tangent_step(self, v: np.ndarray) -> np.ndarray:
+        """(∂f/∂x) v: the step's jvp along x."""
+        lin = self._linearisation()
+        with self._rt.no_grad():
+            return self._vector(self._rt.jvp_optional(self._eng, lin.out, lin.x, Tensor.from_numpy(v)), lin.out)
+
+    def _solve(self, product: Callable[[np.ndarray], np.ndarray], b: np.ndarray, what: str) -> np.ndarray:
+        """The solution y of y − product(y) = b, by the problem's solver; FixedPointError if it fails."""
+        p = self.problem
+        norm_b = np.linalg.norm(b)
+        if norm_b == 0:
+            return np.zeros_like(b)
+        count = [0]
+
+        def matvec(v: np.ndarray) -> np.ndarray:
+            count[0] += 1
+            v = np.asarray(v, b.dtype).reshape(b.shape)
+            return v - product(v)
+
+        if p.solver == "series":
+            y = b.copy()
+            while count[0] < p.solve_maxiter:
+                change = b + product(y) - y
+                count[0] += 1
+                y = y + change
+                if np.linalg.norm(change) <= p.solve_tol * norm_b:
+                    break
+        else:
+            op = LinearOperator((b.size, b.size), matvec=matvec, dtype=b.dtype)
+            if p.solver == "gmres":
+                restart = min(b.size, GMRES_RESTART)
+                y, _ = gmres(op, b, x0=b.copy(), rtol=p.solve_tol, atol=0.0, restart=restart,
+                             maxiter=max(1, -(-p.solve_maxiter // restart)))
+            else:
+                y, _ = bicgstab(op, b, x0=b.copy(), rtol=p.solve_tol, atol=0.0, maxiter=p.solve_maxiter)
+        residual = np.linalg.norm(b - matvec(y)) / norm_b
+        count[0] -= 1  # the check above is not the solver's
+        if not residual <= 10 * p.solve_tol:  # a solver's own residual estimate may differ by rounding
+            raise FixedPointError("FixedPointSolution", f"the {what} solve ({p.solver}) to reach a relative "
+                                  f"residual of {p.solve_tol:.0e} within {p.solve_maxiter} products",
+                                  f"{residual:.1e} after {count[0]}")
+        return y
+
+    def _readout_pullback(self, readout: ReadoutFn) -> tuple[EagerTensor, np.ndarray, np.ndarray, list[EagerTensor]]:
+        """(the recorded ℓ, ∂ℓ/∂x, ∂ℓ/∂θ, those of x and θ that ℓ depends on)."""
+        rt, lin = self._rt, self._linearisation()
+        value = self._readout(readout, lin)
+        with rt.no_grad():
+            one = Tensor.from_numpy(np.ones(value.shape, value.dtype))
+            dx, dtheta = rt.vjp_optional(self._eng, value, [lin.x, lin.theta], one)
+        reached = [w for w, d in ((lin.x, dx), (lin.theta, dtheta)) if d is not None]
+        return value, self._vector(dx, lin.x), self._vector(dtheta, lin.theta), reached
+
+    def _pull_theta(self, lam: np.ndarray) -> np.ndarray:
+        """(∂f/∂θ)ᴴ λ."""
+        lin = self._linearisation()
+        with self._rt.no_grad():
+            return self._vector(self._rt.vjp_optional(self._eng, lin.out, lin.theta, Tensor.from_numpy(lam)),
+                                lin.theta)
+
+    def _direction(self, op: str, direction: "Tensor | float | None") -> np.ndarray:
+        theta = self.theta.to_numpy()
+        if direction is None:
+            return np.ones_like(theta)
+        d = _as_tensor(op, "direction", direction).to_numpy()
+        if d.shape != theta.shape:
+            raise InvalidArgument(op, f"a direction of theta's shape {list(theta.shape)}", f"shape {list(d.shape)}")
+        return d.astype(theta.dtype)
+
+    # --- the derivatives -----------------------------------------------------------------
+
+    def vjp(self, x_bar: Sequence["Tensor | np.ndarray"]) -> Tensor:
+        """θ̄ = (∂f/∂θ)ᴴ λ with (I − ∂f/∂x)ᴴ λ = x̄: the cotangent x̄ of x* pulled back to θ."""
+        bar = self._flat.pack([x.to_numpy() if isinstance(x, Tensor) else x for x in x_bar])
+        lam = self._solve(self._adjoint_step, bar, "adjoint")
+        return Tensor.from_numpy(self._pull_theta(lam))
+
+    def jvp(self, direction: "Tensor | float | None" = None) -> tuple[Tensor, ...]:
+        """ẋ with (I − ∂f/∂x) ẋ = ∂f/∂θ θ̇: the tangent of x* along θ̇ (default ones)."""
+        return tuple(Tensor.from_numpy(a) for a in self._flat.unpack(self._x_dot(self._direction("jvp", direction))))
+
+    def _x_dot(self, theta_dot: np.ndarray) -> np.ndarray:
+        rt, lin = self._rt, self._linearisation()
+        with rt.no_grad():
+            b = self._vector(rt.jvp_optional(self._eng, lin.out, lin.theta, Tensor.from_numpy(theta_dot)), lin.out)
+        return self._solve(self._tangent_step, b, "tangent")
+
+    def value(self, readout: ReadoutFn) -> float:
+        """ℓ(x*, θ)."""
+        with self._rt.no_grad():
+            return self._readout(readout, self._linearisation()).item()
+
+    def value_and_grad(self, readout: ReadoutFn) -> tuple[float, Tensor]:
+        """(L, dL/dθ) for L = readout(x*, θ), by reverse mode through the fixed point."""
+        value, dx, dtheta, _ = self._readout_pullback(readout)
+        lam = self._solve(self._adjoint_step, dx, "adjoint")
+        return value.item(), Tensor.from_numpy(dtheta + self._pull_theta(lam))
+
+    def value_and_jvp(self, readout: ReadoutFn, direction: "Tensor | float | None" = None) -> tuple[float, float]:
+        """(L, dL/dθ · θ̇) by forward mode through the fixed point (θ̇ = ``direction``, default ones)."""
+        rt, lin = self._rt, self._linearisation()
+        theta_dot = self._direction("value_and_jvp", direction)
+        x_dot = self._x_dot(theta_dot)
+        value = self._readout(readout, lin)
+        with rt.no_grad():
+            tangent = rt.jvp_optional(self._eng, value, [lin.x, lin.theta],
+                                      [Tensor.from_numpy(x_dot), Tensor.from_numpy(theta_dot)])
+        return value.item(), 0.0 if tangent is None else tangent.item()
+
+    def value_grad_and_curvature(
+        self, readout: ReadoutFn, direction: "Tensor | float | None" = None
+    ) -> tuple[float, Tensor, Tensor]:
+        """(L, dL/dθ, H θ̇) by forward over reverse through the fixed point (θ̇ default ones;
+        d²L/dθ² for a scalar θ)."""
+        rt, lin, eng = self._rt, self._linearisation(), self._eng
+        theta_dot = self._direction("value_grad_and_curvature", direction)
+        value, dx, dtheta, readout_reaches = self._readout_pullback(readout)
+        lam = self._solve(self._adjoint_step, dx, "adjoint")
+        x_dot = self._x_dot(theta_dot)
+        tangent_of = {id(lin.x): Tensor.from_numpy(x_dot), id(lin.theta): Tensor.from_numpy(theta_dot)}
+        second = {id(lin.x): np.zeros_like(dx), id(lin.theta): np.zeros_like(dtheta)}
+        with rt.no_grad():
+            for out, cot, wrt in ((value, np.ones(value.shape, value.dtype), readout_reaches),
+                                  (lin.out, lam, lin.step_reaches)):
+                if wrt:
+                    _, dots = rt.vjp_jvp(eng, out, wrt, Tensor.from_numpy(cot), [tangent_of[id(w)] for w in wrt], None)
+                    for w, dot in zip(wrt, dots):
+                        second[id(w)] = second[id(w)] + dot.value().to_numpy()
+        lam_dot = self._solve(self._adjoint_step, second[id(lin.x)], "adjoint")
+        grad = dtheta + self._pull_theta(lam)
+        curvature = second[id(lin.theta)] + self._pull_theta(lam_dot)
+        return value.item(), Tensor.from_numpy(grad), Tensor.from_numpy(curvature)
+
+
+def _relative_change(new: np.ndarray, old: np.ndarray) -> float:
+    scale = np.linalg.norm(new)
+    return float(np.linalg.norm(new - old) / scale) if scale > 0 else float(np.linalg.norm(old))
+
+
+def _as_tensor(op: str, name: str, value: object) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, np.ndarray):
+        return Tensor.from_numpy(value)
+    if is_real_number(value):
+        return Tensor.from_numpy(np.array(float(value)))
+    raise InvalidArgument(op, f"{name}: a Tensor, a NumPy array or a real number", type(value).__name__)

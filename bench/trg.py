@@ -20,8 +20,16 @@ A failed check exits 1.
 
 ``--scaling`` runs χ = 8, 16, 24, 32 each in a fresh subprocess and fits time ∝ χ^p.
 
+``--truncated`` compares the SVD methods at χ = 16, 24, 32, 48, each χ in a fresh subprocess, all at
+width 1: (b) value_and_grad with the full SVD, (k) the same with ``svd="krylov"``, (c) JAX's jit with
+a full SVD; with ``--curvature`` also value+grad+c_ad for both methods, (d) and (dk), at χ <= 32.
+It fits time per full step ∝ χ^p per program and reports each program's peak RSS at χ = 48 from a
+process of its own. Agreement of (k) with (b): lnZ/N to 1e-12, the gradient to 1e-10 relative,
+c_ad to 1e-8 relative.
+
 Usage: python bench/trg.py [--chi 16] [--steps 20] [--betas 0.4 0.5] [--repeats 5] [--width 1] [--curvature]
        python bench/trg.py --scaling
+       python bench/trg.py --truncated [--curvature] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ import numpy as np  # noqa: E402
 import opt_einsum  # noqa: E402
 from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
+import json  # noqa: E402
+
 import handwritten_trg  # noqa: E402
 import ported_trg  # noqa: E402
 import tenferro_py  # noqa: E402
@@ -55,6 +65,9 @@ from tenferro_py import CpuEngine, Pool  # noqa: E402
 LNZ_TOL, GRAD_TOL, JAX_GRAD_TOL = 1e-12, 1e-12, 1e-9
 SCALING_POINTS = ((8, 20), (16, 20), (24, 12), (32, 8))  # (χ, steps); fit over χ >= SCALING_FIT_MIN
 SCALING_FIT_MIN = 16
+TRUNCATED_POINTS = ((16, 10), (24, 10), (32, 10), (48, 8))  # (χ, steps) of --truncated
+TRUNCATED_CURVATURE_UP_TO = 32  # c_ad by forward over reverse at χ = 48 would take minutes per run
+KRYLOV_GRAD_TOL, KRYLOV_CURVATURE_TOL = 1e-10, 1e-8  # relative, against the full SVD
 
 
 # --- the implementations ------------------------------------------------------
@@ -110,10 +123,10 @@ def handwritten_runner(ks: Sequence[int]) -> Callable[[float], tuple[float, floa
     return run
 
 
-def tenferro_runner(ks: Sequence[int], width: int) -> Callable[[float], tuple[float, float]]:
-    """(b): the example's staged value_and_grad on an engine of the given width."""
+def tenferro_runner(ks: Sequence[int], width: int, svd: str = "full") -> Callable[[float], tuple[float, float]]:
+    """(b), or (k) with svd="krylov": the example's staged value_and_grad on an engine of the given width."""
     engine = CpuEngine(Pool.builder().threads(width).build())
-    return lambda beta: value_and_grad(beta, ks, engine)
+    return lambda beta: value_and_grad(beta, ks, engine, svd=svd)
 
 
 def ported_runner(ks: Sequence[int], width: int) -> Callable[[float], tuple[float, float]]:
@@ -132,10 +145,12 @@ def numpy_style_runner(ks: Sequence[int]) -> Callable[[float], tuple[float, floa
     return lambda beta: tuple(float(v) for v in both(beta, ks))
 
 
-def curvature_runner(ks: Sequence[int], width: int) -> Callable[[float], tuple[float, float, float]]:
-    """(d): the example's value_grad_and_curvature (forward over reverse) on an engine of the given width."""
+def curvature_runner(
+    ks: Sequence[int], width: int, svd: str = "full"
+) -> Callable[[float], tuple[float, float, float]]:
+    """(d), or (dk) with svd="krylov": the example's value_grad_and_curvature (forward over reverse)."""
     engine = CpuEngine(Pool.builder().threads(width).build())
-    return lambda beta: value_grad_and_curvature(beta, ks, engine)
+    return lambda beta: value_grad_and_curvature(beta, ks, engine, svd=svd)
 
 
 def jax_runner(ks: Sequence[int]) -> tuple[Callable[[float], tuple[float, float]], str] | None:
@@ -321,6 +336,96 @@ def scaling(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- full against truncated SVD ------------------------------------------------
+
+
+def one_truncated_point(chi: int, steps: int, args: argparse.Namespace) -> int:
+    """Print one JSON line: medians over betas of each program's seconds, and the worst disagreements."""
+    ks = schedule(chi, steps)
+    runners: dict[str, Callable] = {"b": tenferro_runner(ks, 1), "k": tenferro_runner(ks, 1, "krylov")}
+    if args.curvature and chi <= TRUNCATED_CURVATURE_UP_TO:
+        runners["d"] = curvature_runner(ks, 1)
+        runners["dk"] = curvature_runner(ks, 1, "krylov")
+    jax = jax_runner(ks)
+    if jax is not None:
+        runners["c"] = jax[0]
+    seconds: dict[str, list[float]] = {name: [] for name in runners}
+    worst = {"lnz": 0.0, "grad": 0.0, "c_ad": 0.0, "jax_grad": 0.0}
+    for beta in args.betas:
+        results, med = interleaved(runners, beta, args.repeats)
+        for name in runners:
+            seconds[name].append(med[name])
+        (lnz, grad), (lnz_k, grad_k) = results["b"], results["k"]
+        worst["lnz"] = max(worst["lnz"], abs(lnz_k - lnz))
+        worst["grad"] = max(worst["grad"], abs(grad_k - grad) / abs(grad))
+        if "d" in results:
+            worst["c_ad"] = max(worst["c_ad"], abs(results["dk"][2] - results["d"][2]) / abs(results["d"][2]))
+        if "c" in results:
+            worst["jax_grad"] = max(worst["jax_grad"], abs(results["c"][1] - grad) / abs(grad))
+    print(json.dumps({"seconds": {n: statistics.median(s) for n, s in seconds.items()}, "worst": worst}))
+    return 0
+
+
+def one_peak_memory(chi: int, steps: int, program: str) -> int:
+    """Print 'rss_before_kib rss_peak_kib' around one value_and_grad of ``program`` (b, k or c) at β = 0.5."""
+    ks = schedule(chi, steps)
+    run = jax_runner(ks)[0] if program == "c" else tenferro_runner(ks, 1, "krylov" if program == "k" else "full")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    run(0.5)
+    print(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    return 0
+
+
+def truncated(args: argparse.Namespace) -> int:
+    """Full SVD, Krylov truncated SVD and JAX per χ, side by side; exponents; peak memory at the largest χ."""
+    has_jax = jax_runner([2]) is not None
+    print(header(args, settings=False))
+    print(f"# truncated: (chi, steps) = {list(TRUNCATED_POINTS)}, width 1, betas {args.betas}, repeats {args.repeats} "
+          "(medians of interleaved runs in one fresh process per chi); b = value_and_grad, full SVD; "
+          "k = value_and_grad, svd='krylov'; c = JAX jit(value_and_grad), full SVD"
+          + ("" if has_jax else " (skipped: jax is not importable)")
+          + (f"; d, dk = value+grad+c_ad, full and krylov (chi <= {TRUNCATED_CURVATURE_UP_TO})" if args.curvature
+             else ""))
+    columns = ["b", "k"] + (["c"] if has_jax else []) + (["d", "dk"] if args.curvature else [])
+    print(f"{'chi':>4} {'steps':>5} {'full':>4} " + " ".join(f"{n + ' s':>8}" for n in columns)
+          + f" {'k/b':>6}" + (f" {'k/c':>6} {'b/c':>6}" if has_jax else "") + (f" {'dk/d':>6}" if args.curvature else "")
+          + "  worst |k-b|: lnZ/N, grad (rel), c_ad (rel)", flush=True)
+    ok, per_full_step = True, {n: [] for n in columns}
+    for chi, steps in TRUNCATED_POINTS:
+        cmd = [sys.executable, __file__, "--one-truncated-point", str(chi), str(steps), "--repeats", str(args.repeats),
+               "--betas", *map(str, args.betas)] + (["--curvature"] if args.curvature else [])
+        point = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
+        sec, worst, full = point["seconds"], point["worst"], full_steps(chi, steps)
+        for name, value in sec.items():
+            per_full_step[name].append((chi, value / full))
+        good = (worst["lnz"] <= LNZ_TOL and worst["grad"] <= KRYLOV_GRAD_TOL
+                and worst["c_ad"] <= KRYLOV_CURVATURE_TOL and worst["jax_grad"] <= JAX_GRAD_TOL)
+        ok &= good
+        cells = " ".join(f"{sec[n]:>8.3f}" if n in sec else f"{'-':>8}" for n in columns)
+        ratios = f" {sec['k'] / sec['b']:>6.3f}"
+        if has_jax:
+            ratios += f" {sec['k'] / sec['c']:>6.3f} {sec['b'] / sec['c']:>6.3f}"
+        if args.curvature:
+            ratios += f" {sec['dk'] / sec['d']:>6.3f}" if "d" in sec else f" {'-':>6}"
+        print(f"{chi:>4} {steps:>5} {full:>4} {cells}{ratios}  {worst['lnz']:.1e}, {worst['grad']:.1e}, "
+              f"{worst['c_ad']:.1e}" + ("" if good else " MISMATCH"), flush=True)
+    exponents = []
+    for name, points in per_full_step.items():
+        fit = [p for p in points if p[0] >= SCALING_FIT_MIN]
+        if len(fit) >= 2:
+            exponents.append(f"{name} {fit_exponent([p[0] for p in fit], [p[1] for p in fit]):.2f}")
+    print(f"exponent of time per full step vs chi (chi >= {SCALING_FIT_MIN}): " + ", ".join(exponents))
+    chi, steps = TRUNCATED_POINTS[-1]
+    peaks = []
+    for name in ["b", "k"] + (["c"] if has_jax else []):
+        cmd = [sys.executable, __file__, "--one-peak-memory", str(chi), str(steps), name]
+        before, peak = (int(x) for x in subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split())
+        peaks.append(f"{name} {peak / 1024:.0f} MiB (+{(peak - before) / 1024:.0f} over the imports)")
+    print(f"peak RSS of one value_and_grad at chi={chi}, {steps} steps, beta=0.5: " + "; ".join(peaks))
+    print(f"checks {'ok' if ok else 'FAILED'}")
+    return 0 if ok else 1
+
+
 # --- command line -------------------------------------------------------------
 
 
@@ -355,9 +460,17 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--scaling", action="store_true", help=f"time chi, steps = {list(SCALING_POINTS)}")
     p.add_argument("--one-scaling-point", type=pos_int, nargs=2, metavar=("CHI", "STEPS"),
                    help="internal: one point of --scaling")
+    p.add_argument("--truncated", action="store_true",
+                   help=f"full against krylov SVD and JAX at (chi, steps) = {list(TRUNCATED_POINTS)}")
+    p.add_argument("--one-truncated-point", type=pos_int, nargs=2, metavar=("CHI", "STEPS"),
+                   help="internal: one point of --truncated")
+    p.add_argument("--one-peak-memory", nargs=3, metavar=("CHI", "STEPS", "PROGRAM"),
+                   help="internal: peak memory of one program (b, k or c) for --truncated")
     args = p.parse_args(argv)
-    if args.scaling and args.one_scaling_point:
-        p.error("--scaling and --one-scaling-point exclude each other")
+    modes = [m for m in ("scaling", "one_scaling_point", "truncated", "one_truncated_point", "one_peak_memory")
+             if getattr(args, m)]
+    if len(modes) > 1:
+        p.error(" and ".join("--" + m.replace("_", "-") for m in modes) + " exclude each other")
     return args
 
 
@@ -365,6 +478,13 @@ def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     if args.one_scaling_point:
         return one_scaling_point(*args.one_scaling_point, args.betas, args.repeats)
+    if args.one_truncated_point:
+        return one_truncated_point(*args.one_truncated_point, args)
+    if args.one_peak_memory:
+        chi, steps, program = args.one_peak_memory
+        return one_peak_memory(int(chi), int(steps), program)
+    if args.truncated:
+        return truncated(args)
     if args.scaling:
         return scaling(args)
     return compare(args)

@@ -130,7 +130,7 @@ class FixedPoint:
         dtype = np.result_type(*arrays)
         flat = _Flat([a.shape for a in arrays], dtype)
         residual, iterations = math.inf, 0
-        with rt.no_grad():
+        with rt.no_grad(), eng.active():  # the engine's BLAS pin also covers the norms between steps
             theta_c = rt.constant_from(theta_t)
             x = tuple(rt.constant_from(Tensor.from_numpy(a.astype(dtype))) for a in arrays)
             while iterations < self.maxiter:
@@ -213,7 +213,15 @@ class FixedPointSolution:
             return self._vector(self._rt.jvp_optional(self._eng, lin.out, lin.x, Tensor.from_numpy(v)), lin.out)
 
     def _solve(self, product: Callable[[np.ndarray], np.ndarray], b: np.ndarray, what: str) -> np.ndarray:
-        """The solution y of y − product(y) = b, by the problem's solver; FixedPointError if it fails."""
+        """The solution y of y − product(y) = b, by the problem's solver; FixedPointError if it fails.
+
+        The engine stays active throughout, so its BLAS pin covers the solver's own vector
+        operations too (with BLAS's threads, each of those small products costs a thread wake-up).
+        """
+        with self._eng.active():
+            return self._solve_pinned(product, b, what)
+
+    def _solve_pinned(self, product: Callable[[np.ndarray], np.ndarray], b: np.ndarray, what: str) -> np.ndarray:
         p = self.problem
         norm_b = np.linalg.norm(b)
         if norm_b == 0:

@@ -287,7 +287,12 @@ class FixedPointSolution:
 
     def vjp(self, x_bar: Sequence["Tensor | np.ndarray"]) -> Tensor:
         """θ̄ = (∂f/∂θ)ᴴ λ with (I − ∂f/∂x)ᴴ λ = x̄: the cotangent x̄ of x* pulled back to θ."""
-        bar = self._flat.pack([x.to_numpy() if isinstance(x, Tensor) else x for x in x_bar])
+        arrays = [_as_tensor("FixedPointSolution.vjp", "x_bar", x).to_numpy() for x in x_bar]
+        shapes = [a.shape for a in arrays]
+        if shapes != self._flat.shapes:
+            raise InvalidArgument("FixedPointSolution.vjp", f"cotangents of the state's shapes "
+                                  f"{[list(s) for s in self._flat.shapes]}", f"{[list(s) for s in shapes]}")
+        bar = self._flat.pack(arrays)
         lam = self._solve(self._adjoint_step, bar, "adjoint")
         return Tensor.from_numpy(self._pull_theta(lam))
 

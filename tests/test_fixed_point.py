@@ -179,3 +179,10 @@ def test_errors_name_the_iterations_and_the_residual():
         FixedPoint(lambda s, x, theta: x[:1]).solve(0.5, START)
     with pytest.raises(InvalidArgument, match="a readout that returns a scalar tensor"):
         solved(THETA).value(lambda s, x, theta: x[0])
+    with pytest.raises(InvalidArgument, match=r"FixedPointSolution.vjp: expected cotangents of the state's shapes "
+                                              r"\[\[5\], \[3, 2\]\], got \[\[5\]\]"):
+        solved(THETA).vjp([np.ones(N)])
+    with pytest.raises(InvalidArgument, match="jvp: expected a direction of theta's shape"):
+        solved(THETA).jvp(np.ones(2))
+    with pytest.raises(InvalidArgument, match="x0: a Tensor, a NumPy array or a real number"):
+        FixedPoint(step).solve(0.5, ["not a tensor"])

@@ -110,7 +110,10 @@ class FixedPoint:
 
     def apply(self, s: EagerSession, x: State, theta: EagerTensor) -> State:
         """One step of the gauge-fixed map: the function whose fixed point is differentiated."""
-        new = tuple(self.step(s, x, theta))
+        out = self.step(s, x, theta)
+        new = tuple(out) if isinstance(out, (tuple, list)) else ()
+        if not new or not all(isinstance(n, EagerTensor) for n in new):
+            raise InvalidArgument("FixedPoint.step", "a tuple of tensors", type(out).__name__)
         if len(new) != len(x) or any(n.shape != o.shape for n, o in zip(new, x)):
             raise InvalidArgument("FixedPoint.step", f"{len(x)} tensors of shapes {[list(o.shape) for o in x]}",
                                   f"shapes {[list(n.shape) for n in new]}")
@@ -138,8 +141,10 @@ class FixedPoint:
                 iterations += 1
                 residual = max(_relative_change(n.value().to_numpy(), o.value().to_numpy()) for n, o in zip(new, x))
                 x = new
-                if residual <= self.tol:
+                if residual <= self.tol or not math.isfinite(residual):
                     break
+        if not math.isfinite(residual):
+            raise FixedPointError("FixedPoint.solve", "finite iterates", f"a non-finite one at step {iterations}")
         if not residual <= self.tol:
             raise FixedPointError("FixedPoint.solve", f"a change <= {self.tol:.0e} (relative) within "
                                   f"{self.maxiter} steps", f"{residual:.1e} after {iterations} steps")
@@ -171,6 +176,7 @@ class FixedPointSolution:
 
     @property
     def x(self) -> tuple[Tensor, ...]:
+        """The fixed point, one Tensor per tensor of the state."""
         return tuple(Tensor.from_numpy(a) for a in self._flat.unpack(self._x_flat))
 
     # --- the recorded step and the solves ------------------------------------------------
@@ -354,8 +360,11 @@ class FixedPointSolution:
 
 
 def _relative_change(new: np.ndarray, old: np.ndarray) -> float:
-    scale = np.linalg.norm(new)
-    return float(np.linalg.norm(new - old) / scale) if scale > 0 else float(np.linalg.norm(old))
+    """‖new − old‖ / ‖new‖ (‖old‖ where new is 0); inf where new is not finite."""
+    if not np.isfinite(new).all():
+        return math.inf
+    scale = float(np.linalg.norm(new))
+    return float(np.linalg.norm(new - old)) / scale if scale > 0 else float(np.linalg.norm(old))
 
 
 def _as_tensor(op: str, name: str, value: object) -> Tensor:

@@ -184,5 +184,9 @@ def test_errors_name_the_iterations_and_the_residual():
         solved(THETA).vjp([np.ones(N)])
     with pytest.raises(InvalidArgument, match="jvp: expected a direction of theta's shape"):
         solved(THETA).jvp(np.ones(2))
+    with pytest.raises(FixedPointError, match="expected finite iterates, got a non-finite one at step 1"):
+        FixedPoint(lambda s, x, theta: (s.add(x[0], Tensor.from_numpy(np.full(2, np.inf))),)).solve(0.5, [np.ones(2)])
+    with pytest.raises(InvalidArgument, match="FixedPoint.step: expected a tuple of tensors, got EagerTensor"):
+        FixedPoint(lambda s, x, theta: x[0]).solve(0.5, [np.ones(2)])
     with pytest.raises(InvalidArgument, match="x0: a Tensor, a NumPy array or a real number"):
         FixedPoint(step).solve(0.5, ["not a tensor"])

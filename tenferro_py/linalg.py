@@ -194,6 +194,25 @@ def _leading_block(s, ct, axis):
     return s.pad(ct.block, shape, ct.starts, ct.strides) if ct.starts[axis] else ct.block, stop
 
 
+def _pair_tangent(s, u, sv, vt, da, eps):
+    """(C, J, J', the broadened 1/s) for the k triplets (u, sv, vt): C = Uᴴ dA V, J = H∘F⁻ + A∘F⁺
+    (+ diag(i Im C_ii/s_i) for complex A, JAX's gauge) and J' = A∘F⁺ − H∘F⁻, with H and A the
+    Hermitian and anti-Hermitian parts of C and F∓ the broadened 1/(s_j ∓ s_i): how the triplets
+    turn into each other, the part of the SVD's JVP that the full and the truncated SVD share."""
+    k = sv.shape[0]
+    lift = lambda x: lift_real(s, x, u)  # noqa: E731
+    minus, plus, inverse = gap_coefficients(s, sv, eps, k)
+    c = s.einsum([cj(s, u), da, cj(s, vt)], "ai,ab,jb->ij")  # Uᴴ dA V
+    c_h = s.transpose(cj(s, c), (1, 0))
+    hermitian = s.mul(lift(minus), s.scale_real(s.add(c, c_h), 0.5))  # H∘F⁻
+    anti = s.mul(lift(plus), s.scale_real(s.sub(c, c_h), 0.5))  # A∘F⁺
+    ju, jv_h = s.add(anti, hermitian), s.sub(anti, hermitian)
+    phase = _phase_term(s, c, inverse)
+    if phase is not None:
+        ju = s.add(ju, s.transpose(_on_diagonal(s, phase, k), (1, 0)))
+    return c, ju, jv_h, inverse
+
+
 def _svd_tangent(s, u, sv, vt, da, *, eps):
     """The SVD's JVP from C = Uᴴ dA V, H and A its Hermitian and anti-Hermitian parts: (dU, dS, dVᴴ),
     except that where U (or Vᴴ) is square it gives J with dU = U·J (J' with dVᴴ = J'·Vᴴ).
@@ -206,15 +225,7 @@ def _svd_tangent(s, u, sv, vt, da, *, eps):
     m, k = u.shape
     n = vt.shape[1]
     lift = lambda x: lift_real(s, x, u)  # noqa: E731
-    minus, plus, inverse = gap_coefficients(s, sv, eps, k)
-    c = s.einsum([cj(s, u), da, cj(s, vt)], "ai,ab,jb->ij")  # Uᴴ dA V
-    c_h = s.transpose(cj(s, c), (1, 0))
-    hermitian = s.mul(lift(minus), s.scale_real(s.add(c, c_h), 0.5))  # H∘F⁻
-    anti = s.mul(lift(plus), s.scale_real(s.sub(c, c_h), 0.5))  # A∘F⁺
-    ju, jv_h = s.add(anti, hermitian), s.sub(anti, hermitian)
-    phase = _phase_term(s, c, inverse)
-    if phase is not None:
-        ju = s.add(ju, s.transpose(_on_diagonal(s, phase, k), (1, 0)))
+    c, ju, jv_h, inverse = _pair_tangent(s, u, sv, vt, da, eps)
     if m > k:  # U J + (I − UUᴴ) dA V S⁻¹
         rest = s.sub(s.einsum([da, cj(s, vt)], "ab,jb->aj"), s.einsum([u, c], "ai,ij->aj"))
         ju = s.add(s.einsum([u, ju], "ai,ij->aj"), s.einsum([rest, lift(inverse)], "aj,j->aj"))
@@ -467,16 +478,8 @@ def _krylov_impl(a, k, derivative_eps):
 def _krylov_jvp(s, tangents, primals, outputs, k, derivative_eps):
     (da,), (a,), (u, sv, vt, z, zt, zv) = tangents, primals, outputs
     eps = _eps(s, derivative_eps)
-    lift = lambda x: lift_real(s, x, u)  # noqa: E731
-    minus_, plus, inverse = gap_coefficients(s, sv, eps, k)
-    c = s.einsum([cj(s, u), da, cj(s, vt)], "ai,ab,jb->ij")  # Uᴴ dA V
+    c, ju, jv_h, inverse = _pair_tangent(s, u, sv, vt, da, eps)
     c_h = s.transpose(cj(s, c), (1, 0))
-    hermitian = s.mul(lift(minus_), s.scale_real(s.add(c, c_h), 0.5))
-    anti = s.mul(lift(plus), s.scale_real(s.sub(c, c_h), 0.5))
-    ju, jv_h = s.add(anti, hermitian), s.sub(anti, hermitian)
-    phase = _phase_term(s, c, inverse)
-    if phase is not None:
-        ju = s.add(ju, s.transpose(_on_diagonal(s, phase, k), (1, 0)))
     da_h_u = s.einsum([cj(s, da), u], "ba,bi->ai")  # dAᴴ U
     rhs = s.add(_column_scaled(s, s.einsum([da, cj(s, vt)], "ab,ib->ai"), sv), s.einsum([a, da_h_u], "ab,bi->ai"))
     x = _complement_solve(s, a, u, sv, rhs, (vt, z, zt, zv), eps)

@@ -182,21 +182,25 @@ class FixedPointSolution:
     # --- the recorded step and the solves ------------------------------------------------
 
     def _linearisation(self) -> _Linearisation:
+        """The recorded step, made on first use (recorded even when called inside ``no_grad``)."""
         if self._lin is None:
             rt, flat = self._rt, self._flat
-            x = rt.variable_from(Tensor.from_numpy(self._x_flat))
-            theta = rt.variable_from(self.theta)
-            out = rt.with_eager_session(
-                self._eng, lambda s: flat.join(s, self.problem.apply(s, flat.split(s, x), theta))
-            )
+            with rt.enable_grad():
+                x = rt.variable_from(Tensor.from_numpy(self._x_flat))
+                theta = rt.variable_from(self.theta)
+                out = rt.with_eager_session(
+                    self._eng, lambda s: flat.join(s, self.problem.apply(s, flat.split(s, x), theta))
+                )
             with rt.no_grad():
                 zero = Tensor.from_numpy(np.zeros(out.shape, out.dtype))
                 pulled = rt.vjp_optional(self._eng, out, [x, theta], zero)
             self._lin = _Linearisation(x, theta, out, [w for w, p in zip((x, theta), pulled) if p is not None])
         return self._lin
 
-    def _readout(self, readout: ReadoutFn, lin: _Linearisation) -> EagerTensor:
-        value = self._rt.with_eager_session(self._eng, lambda s: readout(s, self._flat.split(s, lin.x), lin.theta))
+    def _readout(self, readout: ReadoutFn, x: EagerTensor, theta: EagerTensor) -> EagerTensor:
+        """readout(x, θ) for the flat state x, recorded when x or θ is a variable; checked to be a scalar."""
+        with self._rt.enable_grad():
+            value = self._rt.with_eager_session(self._eng, lambda s: readout(s, self._flat.split(s, x), theta))
         if not isinstance(value, EagerTensor) or math.prod(value.shape) != 1:
             raise InvalidArgument("FixedPointSolution", "a readout that returns a scalar tensor",
                                   type(value).__name__ if not isinstance(value, EagerTensor) else
@@ -266,7 +270,7 @@ class FixedPointSolution:
     def _readout_pullback(self, readout: ReadoutFn) -> tuple[EagerTensor, np.ndarray, np.ndarray, list[EagerTensor]]:
         """(the recorded ℓ, ∂ℓ/∂x, ∂ℓ/∂θ, those of x and θ that ℓ depends on)."""
         rt, lin = self._rt, self._linearisation()
-        value = self._readout(readout, lin)
+        value = self._readout(readout, lin.x, lin.theta)
         with rt.no_grad():
             one = Tensor.from_numpy(np.ones(value.shape, value.dtype))
             dx, dtheta = rt.vjp_optional(self._eng, value, [lin.x, lin.theta], one)
@@ -313,9 +317,10 @@ class FixedPointSolution:
         return self._solve(self._tangent_step, b, "tangent")
 
     def value(self, readout: ReadoutFn) -> float:
-        """ℓ(x*, θ)."""
-        with self._rt.no_grad():
-            return self._readout(readout, self._linearisation()).item()
+        """ℓ(x*, θ), with nothing recorded."""
+        rt = self._rt
+        return self._readout(readout, rt.constant_from(Tensor.from_numpy(self._x_flat)),
+                             rt.constant_from(self.theta)).item()
 
     def value_and_grad(self, readout: ReadoutFn) -> tuple[float, Tensor]:
         """(L, dL/dθ) for L = readout(x*, θ), by reverse mode through the fixed point."""
@@ -328,7 +333,7 @@ class FixedPointSolution:
         rt, lin = self._rt, self._linearisation()
         theta_dot = self._direction("value_and_jvp", direction)
         x_dot = self._x_dot(theta_dot)
-        value = self._readout(readout, lin)
+        value = self._readout(readout, lin.x, lin.theta)
         with rt.no_grad():
             tangent = rt.jvp_optional(self._eng, value, [lin.x, lin.theta],
                                       [Tensor.from_numpy(x_dot), Tensor.from_numpy(theta_dot)])

@@ -4,7 +4,7 @@ unrolled iteration (staged), and against each other; solvers; errors."""
 import numpy as np
 import pytest
 
-from tenferro_py import SliceConfig, Tensor
+from tenferro_py import EagerRuntime, SliceConfig, Tensor
 from tenferro_py.errors import InvalidArgument
 from tenferro_py.fixed_point import FixedPoint, FixedPointError
 from tenferro_py.staged import Program, Stage
@@ -55,6 +55,18 @@ def test_gradient_against_central_differences():
     h = 1e-5
     fd = np.array([(loss(THETA + h * e) - loss(THETA - h * e)) / (2 * h) for e in np.eye(N)])
     assert np.abs(grad.to_numpy() - fd).max() <= 1e-8 * max(1.0, np.abs(fd).max())
+
+
+def test_derivatives_do_not_depend_on_what_was_asked_before_or_on_no_grad():
+    """A value first (nothing recorded), or a call inside the runtime's no_grad, changes no derivative."""
+    _, reference = solved(THETA).value_and_grad(readout)
+    sol = solved(THETA)
+    sol.value(readout)
+    assert np.array_equal(sol.value_and_grad(readout)[1].to_numpy(), reference.to_numpy())
+    rt = EagerRuntime()
+    sol = FixedPoint(step).solve(Tensor.from_numpy(THETA), START, runtime=rt)
+    with rt.no_grad():
+        assert np.array_equal(sol.value_and_grad(readout)[1].to_numpy(), reference.to_numpy())
 
 
 def test_forward_mode_and_curvature_against_reverse_and_differences():

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
 from ising_trg import DEFAULT_BETAS, UsageError, in_beta_range, number_argument, schedule
 
 import tenferro_py.numpy as tnp

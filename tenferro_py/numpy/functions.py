@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import InvalidArgument, ShapeMismatch
+from ..errors import InvalidArgument
 from .array import (
     as_array,
     binary,

@@ -73,7 +73,10 @@ class EagerSession(OpSet):
         return outs
 
     def _operand(self, op: str, x: object) -> Any:
-        """An op's input: a structured value as it is, else as the runtime takes operands."""
+        """An op's input: a tensor of this runtime or a structured value as it is, else as the runtime
+        takes operands."""
+        if type(x) is EagerTensor and x._rt is self._rt:
+            return x
         return x if isinstance(x, Structured) else self._rt.operand(op, x)
 
     def _bind_structured(self, prim: Any, xs: tuple, params: dict) -> tuple:
@@ -152,7 +155,7 @@ class EagerSession(OpSet):
         the full SVD where that is faster or it does not converge), with exact derivatives that
         take the discarded subspace into account without computing it (README, "Truncated SVD").
         """
-        x = x if type(x) is EagerTensor and x._rt is self._rt else self._operand("svd", x)  # bind's own test
+        x = self._operand("svd", x)
         if derivative_eps is not None:
             derivative_eps = _linalg.check_derivative_eps("svd", derivative_eps)
         if method not in ("full", "krylov"):
@@ -162,23 +165,19 @@ class EagerSession(OpSet):
                 raise InvalidArgument("svd", "k: an int", repr(k))
             if x.ndim != 2:
                 raise ShapeMismatch("svd", "a matrix (rank 2) for a truncated SVD (k given)", f"shape {list(x.shape)}")
-            if method == "krylov" and is_integer(k) and 1 <= k < min(x.shape):  # k = min(m, n): nothing to discard
+            if method == "krylov" and 1 <= k < min(x.shape):  # k = min(m, n): nothing to discard
                 u, s, vt = self.bind(_linalg.svd_krylov_p, x, k=int(k), derivative_eps=derivative_eps)[:3]
                 return u, s, vt
             if not 1 <= k <= min(x.shape):
                 raise InvalidArgument("svd", f"k in [1, {min(x.shape)}] for a {x.shape[0]} × {x.shape[1]} matrix",
                                       repr(k))
-            u, s, vt = self.svd(x, derivative_eps)
+            u, s, vt = self.bind(_linalg.svd_p, x, derivative_eps=derivative_eps)
             m, n = x.shape
             return (self.slice(u, SliceConfig([0, 0], [m, k])), self.slice(s, SliceConfig([0], [k])),
                     self.slice(vt, SliceConfig([0, 0], [k, n])))
         if method == "krylov":
             raise InvalidArgument("svd", "k (the number of leading triplets) with method='krylov'", "k=None")
-        if x.ndim == 2:
-            u, s, vt = self.bind(_linalg.svd_p, x, derivative_eps=derivative_eps)
-            return u, s, vt
-        _check_matrices("svd", x, square=False)
-        u, s, vt = _linalg.bind_batched(self, "svd", _linalg.svd_p, [x], [2], derivative_eps=derivative_eps)
+        u, s, vt = self._factorisation("svd", _linalg.svd_p, x, derivative_eps, square=False)
         return u, s, vt
 
     def eigh(self, x: EagerTensor, derivative_eps: float | None = None) -> tuple[EagerTensor, EagerTensor]:
@@ -189,11 +188,7 @@ class EagerSession(OpSet):
         input; a Hermitian x is unchanged. ``derivative_eps`` overrides the context's ε of
         the broadened rule, relative to max |w|.
         """
-        x = self._operand("eigh", x)
-        if derivative_eps is not None:
-            derivative_eps = _linalg.check_derivative_eps("eigh", derivative_eps)
-        _check_matrices("eigh", x, square=True)
-        w, v = _linalg.bind_batched(self, "eigh", _linalg.eigh_p, [x], [2], derivative_eps=derivative_eps)
+        w, v = self._factorisation("eigh", _linalg.eigh_p, x, derivative_eps, square=True)
         return w, v
 
     def qr(self, x: EagerTensor, derivative_eps: float | None = None) -> tuple[EagerTensor, EagerTensor]:
@@ -202,12 +197,16 @@ class EagerSession(OpSet):
         mode='reduced' up to those signs). Differentiable where r's leading k × k block is
         invertible; ``derivative_eps`` overrides the context's ε, which broadens the rules'
         1/r_jj relative to max |r_jj| (so they stay finite at a zero pivot)."""
-        x = self._operand("qr", x)
-        if derivative_eps is not None:
-            derivative_eps = _linalg.check_derivative_eps("qr", derivative_eps)
-        _check_matrices("qr", x, square=False)
-        q, r = _linalg.bind_batched(self, "qr", _linalg.qr_p, [x], [2], derivative_eps=derivative_eps)
+        q, r = self._factorisation("qr", _linalg.qr_p, x, derivative_eps, square=False)
         return q, r
+
+    def _factorisation(self, op: str, prim: Any, x: object, derivative_eps: float | None, square: bool) -> tuple:
+        """``prim`` (svd, eigh or qr) on a matrix or on each of a stack, its ε checked."""
+        matrices = self._operand(op, x)
+        if derivative_eps is not None:
+            derivative_eps = _linalg.check_derivative_eps(op, derivative_eps)
+        _check_matrices(op, matrices, square=square)
+        return _linalg.bind_batched(self, op, prim, [matrices], [2], derivative_eps=derivative_eps)
 
     def solve(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
         """x with a x = b for a square nonsingular a: b a vector (n,) or a matrix (n, m); a and b

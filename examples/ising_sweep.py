@@ -68,6 +68,7 @@ from ising_trg import (
 )
 from onsager import BETA_C, energy, ln_z, specific_heat
 from tenferro_py import CpuEngine
+from tenferro_py.engine import available_parallelism
 
 RESULT_COLUMNS = ("beta", "lnz", "u", "c", "lnz_onsager", "u_onsager", "c_onsager", "lnz_err", "u_err", "c_err")
 SETTING_COLUMNS = ("chi", "steps", "c_method", "h", "svd")
@@ -592,11 +593,6 @@ def _worker_point(beta: float, chi: int, steps: int, h: float | None, svd: str =
         _worker_state["busy"] = False
 
 
-def cores() -> int:
-    """The CPUs this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def _one_line(err: BaseException) -> str:
     return " ".join(f"{type(err).__name__}: {err}".split())
 
@@ -768,7 +764,7 @@ def _run(todo: list[float], settings: Settings, path: Path, executor: Executor |
         client = connect(scheduler)
         executor, task = client.get_executor(), _ByValue(compute_point)
     elif own:
-        workers = min(jobs or cores(), len(todo))
+        workers = min(jobs or available_parallelism(), len(todo))
         if workers == 1:
             executor = ThreadPoolExecutor(1)
         else:
@@ -894,7 +890,7 @@ def parser() -> argparse.ArgumentParser:
                         f"{_beta_range_text()} (default 0.40:0.48:0.005)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--jobs", type=count, default=None,
-                       help=f"worker processes (default: the cores, {cores()} here); 1: in this process")
+                       help=f"worker processes (default: the cores, {available_parallelism()} here); 1: in this process")
     where.add_argument("--scheduler", metavar="ADDRESS", default=None,
                        help="run the betas on the Dask cluster of this scheduler, e.g. tcp://127.0.0.1:8786 (needs "
                             "pip install -e '.[distributed]'; the workers need tenferro_py; not with --jobs); this "

@@ -508,10 +508,15 @@ svd_krylov_p = _RULES.define(
 # the eigenvectors' phases do not move, the gauge the SVD's V follows too).
 
 
-def _eigh_abstract(a: Aval, derivative_eps) -> tuple[Aval, Aval]:
+def _square_abstract(op: str, a: Aval) -> int:
+    """n for an n × n matrix; else ShapeMismatch naming ``op``."""
     if len(a.shape) != 2 or a.shape[0] != a.shape[1]:
-        raise ShapeMismatch("eigh", "a square matrix (rank 2)", f"shape {list(a.shape)}")
-    n = a.shape[0]
+        raise ShapeMismatch(op, "a square matrix (rank 2)", f"shape {list(a.shape)}")
+    return a.shape[0]
+
+
+def _eigh_abstract(a: Aval, derivative_eps) -> tuple[Aval, Aval]:
+    n = _square_abstract("eigh", a)
     return Aval((n,), real_dtype(a.dtype)), Aval((n, n), a.dtype)
 
 
@@ -820,12 +825,6 @@ def _check_solution(op: str, x: np.ndarray) -> None:
 
 def _singular(op: str) -> LinalgError:
     return LinalgError(op, "a nonsingular matrix", "a singular one (LAPACK getrf met a zero pivot)")
-
-
-def _square_abstract(op: str, a: Aval) -> int:
-    if len(a.shape) != 2 or a.shape[0] != a.shape[1]:
-        raise ShapeMismatch(op, "a square matrix (rank 2)", f"shape {list(a.shape)}")
-    return a.shape[0]
 
 
 def _solve_abstract(a: Aval, b: Aval) -> tuple[Aval]:

@@ -794,11 +794,16 @@ def plot_sweep(csv_path: str | os.PathLike, png_path: str | os.PathLike) -> None
     Raises ImportError without matplotlib (an optional extra: pip install -e .[plot]), and
     ValueError when the CSV has no row.
     """
-    from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
-
     rows = read_sweep(csv_path)
     if not rows:
         raise ValueError(f"{csv_path} has no row to plot")
+    _plot_rows(rows, png_path)
+
+
+def _plot_rows(rows: list[dict[str, str]], png_path: str | os.PathLike) -> None:
+    """plot_sweep's drawing, of rows already read (and checked) by read_sweep."""
+    from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
+
     settings = rows[0]
     col = {name: [float(r[name]) for r in rows] for name in RESULT_COLUMNS}
     lo, hi = min(col["beta"]), max(col["beta"])
@@ -936,11 +941,12 @@ def main(argv: list[str] | None = None) -> int:
     failed = f", {len(sweep.failed)} without a finite result (no row; see above)" if sweep.failed else ""
     print(f"{csv_path}: {len(sweep.computed)} betas computed, {len(sweep.skipped)} already there{failed}")
     status = 2 if sweep.failed else 0
-    if not read_sweep(csv_path):
+    rows = read_sweep(csv_path)
+    if not rows:
         print(f"no plot: {csv_path} has no row")
         return status
     try:
-        plot_sweep(csv_path, png_path)
+        _plot_rows(rows, png_path)
     except ImportError:
         print(f"no plot: matplotlib is not installed; pip install -e '.[plot]' (or pip install matplotlib) "
               f"and run again to draw {png_path}")

@@ -182,9 +182,14 @@ div = RULES.define("div", matching_avals("div"), lambda a, b: (np.divide(a, b),)
 # --- unary ----------------------------------------------------------------
 
 
+def full(s, shape, dtype, value):
+    """A constant of ``shape`` and ``dtype`` filled with ``value``: one number, broadcast."""
+    return s.broadcast_in_dim(s.constant_from(Tensor.adopt(np.array(value, dtype=dtype))), tuple(shape), ())
+
+
 def full_like(s, x, value):
-    """A constant of x's shape and dtype filled with ``value``: one number, broadcast."""
-    return s.broadcast_in_dim(s.constant_from(Tensor.adopt(np.array(value, dtype=x.dtype))), x.shape, ())
+    """A constant of x's shape and dtype filled with ``value``."""
+    return full(s, x.shape, x.dtype, value)
 
 
 def one_plus(s, x):

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import DTypeMismatch, InvalidArgument
 from ..rules import RuleSet
 from ..tensor import Aval
-from .elementwise import cj, full_like
+from .elementwise import cj, full, full_like
 from .structural import SliceConfig
 
 RULES = RuleSet()
@@ -85,32 +85,25 @@ reduce_min = _extremum("reduce_min", np.min)
 # --- prod -------------------------------------------------------------------------------
 
 
-def _shifted_product(s, x, shift, forward):
-    """x times x shifted by ``shift`` along its last axis (towards higher indices when ``forward``),
-    ones where nothing is shifted in: one step of a log-depth scan."""
+def _shifted(s, x, shift, forward):
+    """x moved by ``shift`` along its last axis (towards higher indices when ``forward``), ones
+    shifted in."""
     n = x.shape[-1]
-    lead = [0] * (x.ndim - 1)
-    rest = list(x.shape[:-1])
-    ones = full_like(s, s.slice(x, SliceConfig(lead + [0], rest + [shift])), 1)
-    if forward:  # y_i = x_i · x_{i−shift}
-        moved = s.concatenate([ones, s.slice(x, SliceConfig(lead + [0], rest + [n - shift]))], x.ndim - 1)
-    else:  # y_i = x_i · x_{i+shift}
-        moved = s.concatenate([s.slice(x, SliceConfig(lead + [shift], rest + [n])), ones], x.ndim - 1)
-    return s.mul(x, moved)
+    lead, rest = [0] * (x.ndim - 1), list(x.shape[:-1])
+    ones = full(s, rest + [shift], x.dtype, 1)
+    if forward:  # entry i is x_{i−shift}
+        return s.concatenate([ones, s.slice(x, SliceConfig(lead + [0], rest + [n - shift]))], x.ndim - 1)
+    return s.concatenate([s.slice(x, SliceConfig(lead + [shift], rest + [n])), ones], x.ndim - 1)  # x_{i+shift}
 
 
 def _exclusive_scan(s, x, forward):
-    """Π_{j<i} x_j (``forward``) or Π_{j>i} x_j along the last axis, by ⌈log₂ n⌉ shifted products."""
+    """Π_{j<i} x_j (``forward``) or Π_{j>i} x_j along the last axis: x shifted by one, then
+    ⌈log₂ n⌉ products with itself shifted by 1, 2, 4, … (a log-depth scan)."""
     n = x.shape[-1]
-    lead, rest = [0] * (x.ndim - 1), list(x.shape[:-1])
-    ones = full_like(s, s.slice(x, SliceConfig(lead + [0], rest + [1])), 1)
-    if forward:
-        y = s.concatenate([ones, s.slice(x, SliceConfig(lead + [0], rest + [n - 1]))], x.ndim - 1)
-    else:
-        y = s.concatenate([s.slice(x, SliceConfig(lead + [1], rest + [n])), ones], x.ndim - 1)
+    y = _shifted(s, x, 1, forward)
     shift = 1
     while shift < n:
-        y = _shifted_product(s, y, shift, forward)
+        y = s.mul(y, _shifted(s, y, shift, forward))
         shift *= 2
     return y
 

@@ -318,7 +318,7 @@ def operands(op: str, *xs: Any) -> tuple[EagerSession, list[EagerTensor]]:
 
 def binary(op: str, a: Any, b: Any) -> Any:
     """add, sub, mul or div with NumPy's broadcasting and promotion; plain NumPy outside a session."""
-    if not in_session() and not isinstance(a, ndarray) and not isinstance(b, ndarray):
+    if not tracked(a, b):
         return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op](a, b)
     s, (x, y) = operands(op, a, b)
     return wrap(getattr(s, op)(x, y))
@@ -326,7 +326,7 @@ def binary(op: str, a: Any, b: Any) -> Any:
 
 def power(a: Any, b: Any) -> Any:
     """a ** b: a number exponent stays a parameter (so 0**2 and (−2)**3 differentiate everywhere)."""
-    if not in_session() and not isinstance(a, ndarray) and not isinstance(b, ndarray):
+    if not tracked(a, b):
         return np.power(a, b)
     s = session("power")
     if isinstance(b, (int, float, np.integer, np.floating)) and not isinstance(b, bool):
@@ -409,7 +409,7 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, dtype: Any
     """sum, mean, prod, max or min over ``axis`` (None: all; an int or a tuple), NumPy's keepdims.
     ``dtype`` and ``out`` are NumPy's (which passes them to an array's method); ``out`` must be None."""
     x = stack_nested(x)
-    if not isinstance(x, ndarray) and not in_session():
+    if not tracked(x):
         return getattr(np, op)(x, axis=axis, keepdims=keepdims, dtype=dtype, out=out)
     if out is not None:
         raise InvalidArgument(op, "out=None (arrays are immutable)", type(out).__name__)
@@ -428,7 +428,7 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, dtype: Any
 
 def matmul(a: Any, b: Any) -> Any:
     """NumPy's matmul: vectors promoted and demoted, leading axes broadcast."""
-    if not in_session() and not isinstance(a, ndarray) and not isinstance(b, ndarray):
+    if not tracked(a, b):
         return np.matmul(a, b)
     s = session("matmul")
     dtype = result_dtype(a, b)

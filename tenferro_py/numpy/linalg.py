@@ -13,17 +13,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgument
-from .array import in_session, lift, ndarray, session, wrap
+from . import functions as fn
+from .array import lift, result_dtype, session, tracked, wrap
 
 __all__ = ["eigh", "inv", "norm", "qr", "solve", "svd"]
 
 
-def _tracked(*xs: Any) -> bool:
-    return in_session() or any(isinstance(x, ndarray) for x in xs)
-
-
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
-    if not _tracked(a):
+    if not tracked(a):
         return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)  # type: ignore[call-overload]
     s = session("svd")
     x = lift(s, a)
@@ -37,7 +34,7 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
 def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
     """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix (its Hermitian part is read;
     NumPy reads one triangle, the same for Hermitian input)."""
-    if not _tracked(a):
+    if not tracked(a):
         return np.linalg.eigh(a, UPLO)  # type: ignore[call-overload]
     s = session("eigh")
     w, v = s.eigh(lift(s, a))
@@ -45,7 +42,7 @@ def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
-    if not _tracked(a):
+    if not tracked(a):
         return np.linalg.qr(a, mode)  # type: ignore[call-overload]
     if mode != "reduced":
         raise InvalidArgument("qr", "mode='reduced' (the thin QR, which has a derivative)", repr(mode))
@@ -55,9 +52,8 @@ def qr(a: Any, mode: str = "reduced") -> Any:
 
 
 def solve(a: Any, b: Any) -> Any:
-    if not _tracked(a, b):
+    if not tracked(a, b):
         return np.linalg.solve(a, b)
-    from .array import result_dtype
 
     s = session("solve")
     dtype = result_dtype(a, b)
@@ -65,7 +61,7 @@ def solve(a: Any, b: Any) -> Any:
 
 
 def inv(a: Any) -> Any:
-    if not _tracked(a):
+    if not tracked(a):
         return np.linalg.inv(a)
     s = session("inv")
     return wrap(s.inv(lift(s, a)))
@@ -73,10 +69,8 @@ def inv(a: Any) -> Any:
 
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
     """numpy.linalg.norm: of a vector or a matrix (axis None), or vector norms along ``axis``."""
-    if not _tracked(x):
+    if not tracked(x):
         return np.linalg.norm(x, ord, axis, keepdims)
-    from . import functions as fn
-
     a = fn.asarray(x)
     if axis is None and a.ndim in (1, 2) and not keepdims:
         s = session("norm")

@@ -11,7 +11,7 @@ constants; integer and bool data become float64, as everywhere in the library.
 from __future__ import annotations
 
 import string
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -462,11 +462,16 @@ def getitem(x: ndarray, key: Any) -> ndarray:
     key = key if isinstance(key, tuple) else (key,)
     if _basic_key(key):
         return _basic_index(x, key)
-    positions = np.arange(x.size).reshape(x.shape)[tuple(_values(k) for k in key)]
-    s = session("getitem")
+    return rearranged("getitem", x, lambda p: p[tuple(_values(k) for k in key)])
+
+
+def rearranged(op: str, x: ndarray, by_positions: Callable[[np.ndarray], np.ndarray]) -> ndarray:
+    """The array NumPy's ``by_positions`` makes of x (an index-only rearrangement, given the array
+    of x's row-major positions), as one gather."""
+    positions = by_positions(np.arange(x.size).reshape(x.shape))
+    s = session(op)
     flat = reshape(x, (-1,)).tensor
-    picked = s.take(flat, positions.ravel().tolist(), 0)
-    return reshape(wrap(picked), positions.shape)
+    return reshape(wrap(s.take(flat, positions.ravel().tolist(), 0)), positions.shape)
 
 
 def _basic_index(x: ndarray, key: tuple) -> ndarray:

@@ -31,6 +31,7 @@ from .array import (
     normalize_axis,
     operands,
     power,
+    rearranged,
     reduce,
     reshape,
     result_dtype,
@@ -380,19 +381,10 @@ def vstack(arrays: Sequence[Any]) -> Any:
     return concatenate([reshape(x, (1, -1)) if x.ndim < 2 else x for x in xs], 0)
 
 
-def _rearranged(op: str, a: Any, by_positions: Callable[[np.ndarray], np.ndarray]) -> ndarray:
-    """The array NumPy's ``by_positions`` makes of a (an index-only rearrangement), as one gather."""
-    x = asarray(a)
-    positions = by_positions(np.arange(x.size).reshape(x.shape))
-    s = session(op)
-    flat = reshape(x, (-1,)).tensor
-    return reshape(wrap(s.take(flat, positions.ravel().tolist(), 0)), positions.shape)
-
-
 def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     if not tracked(a):
         return np.diagonal(a, offset, axis1, axis2)
-    return _rearranged("diagonal", a, lambda p: np.diagonal(p, offset, axis1, axis2))
+    return rearranged("diagonal", asarray(a), lambda p: np.diagonal(p, offset, axis1, axis2))
 
 
 def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
@@ -450,25 +442,25 @@ def fliplr(m: Any) -> Any:
 def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     if not tracked(a):
         return np.roll(a, shift, axis)
-    return _rearranged("roll", a, lambda p: np.roll(p, shift, axis))
+    return rearranged("roll", asarray(a), lambda p: np.roll(p, shift, axis))
 
 
 def rot90(m: Any, k: int = 1, axes: Any = (0, 1)) -> Any:
     if not tracked(m):
         return np.rot90(m, k, axes)
-    return _rearranged("rot90", m, lambda p: np.rot90(p, k, axes))
+    return rearranged("rot90", asarray(m), lambda p: np.rot90(p, k, axes))
 
 
 def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
     if not tracked(a):
         return np.repeat(a, repeats, axis)
-    return _rearranged("repeat", a, lambda p: np.repeat(p, repeats, axis))
+    return rearranged("repeat", asarray(a), lambda p: np.repeat(p, repeats, axis))
 
 
 def tile(a: Any, reps: Any) -> Any:
     if not tracked(a):
         return np.tile(a, reps)
-    return _rearranged("tile", a, lambda p: np.tile(p, reps))
+    return rearranged("tile", asarray(a), lambda p: np.tile(p, reps))
 
 
 # --- products -----------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ session. One formula is the fast first-order path and, differentiated, every hig
 from __future__ import annotations
 
 import difflib
+import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -219,14 +220,16 @@ class OpSet:
 
     def reduce_sum(self, x: EagerTensor, axes: Sequence[int] | None = None) -> EagerTensor:
         """Sum over ``axes`` (all when None); the reduced axes are removed."""
-        x = self._operand("reduce_sum", x)
-        axes = tuple(range(x.ndim)) if axes is None else _st.check_axes("reduce_sum", "axes", axes, x.ndim)
-        return self.bind(_st.reduce_sum, x, axes=axes)[0]
+        return self._reduce(_st.reduce_sum, "reduce_sum", x, axes)
+
+    @staticmethod
+    def _axes(op: str, x: EagerTensor, axes: Sequence[int] | None) -> tuple[int, ...]:
+        """The reduced axes: all when None, else checked."""
+        return tuple(range(x.ndim)) if axes is None else _st.check_axes(op, "axes", axes, x.ndim)
 
     def _reduce(self, prim: Any, op: str, x: EagerTensor, axes: Sequence[int] | None) -> EagerTensor:
         x = self._operand(op, x)
-        axes = tuple(range(x.ndim)) if axes is None else _st.check_axes(op, "axes", axes, x.ndim)
-        return self.bind(prim, x, axes=axes)[0]
+        return self.bind(prim, x, axes=self._axes(op, x, axes))[0]
 
     def reduce_max(self, x: EagerTensor, axes: Sequence[int] | None = None) -> EagerTensor:
         """Max over ``axes`` (all when None) of a real tensor; ties share the derivative equally."""
@@ -243,10 +246,8 @@ class OpSet:
     def mean(self, x: EagerTensor, axes: Sequence[int] | None = None) -> EagerTensor:
         """Mean over ``axes`` (all when None): the sum over the number of entries summed."""
         x = self._operand("mean", x)
-        axes = tuple(range(x.ndim)) if axes is None else _st.check_axes("mean", "axes", axes, x.ndim)
-        count = 1
-        for a in axes:
-            count *= x.shape[a]
+        axes = self._axes("mean", x, axes)
+        count = math.prod(x.shape[a] for a in axes)
         if count == 0:
             raise InvalidArgument("mean", "axes of size >= 1 (an empty mean has no value)",
                                   f"axes {list(axes)} of shape {list(x.shape)}")

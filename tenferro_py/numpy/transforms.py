@@ -82,10 +82,6 @@ def _result(x: Any, nested: bool) -> Any:
     return x.value().to_numpy() if isinstance(x, EagerTensor) else x
 
 
-def _zeros_like(x: EagerTensor) -> Tensor:
-    return Tensor.adopt(np.zeros(x.shape, x.dtype))
-
-
 def value_and_grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = None) -> Callable[..., Any]:
     """f's value and its gradient with respect to the arguments at ``argnums`` (``argnum``, as
     autograd spells it), for f returning a real scalar. The gradient of complex arguments is
@@ -104,7 +100,7 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = Non
                 raise NonScalarGrad("grad", "a function returning a real scalar", f"shape {list(y.shape)} {y.dtype}")
             wrt = [xs[i].tensor for i in nums]
             grads = (s.runtime.grad_optional(s.engine, y, wrt) if y.is_tracked else [None] * len(wrt))
-            grads = [g if g is not None else s.constant_from(_zeros_like(w)) for g, w in zip(grads, wrt)]
+            grads = [g if g is not None else s.zeros(w.shape, w.dtype) for g, w in zip(grads, wrt)]
             out = [_result(g, nested) for g in grads]
             return _result(y, nested), (out[0] if single else tuple(out))
 
@@ -134,7 +130,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) 
                 raise InvalidArgument("jvp", f"a tangent of its primal's shape {list(x.shape)}", f"{list(t.shape)}")
         dy = s.runtime.jvp_optional(s.engine, y, xs, ts) if y.is_tracked else None
         if dy is None:
-            dy = s.constant_from(_zeros_like(y))
+            dy = s.zeros(y.shape, y.dtype)
         return _result(y, nested), _result(dy, nested)
 
     return _run(body)
@@ -156,7 +152,7 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
                     raise InvalidArgument("vjp", f"a cotangent of the output's shape {list(y.shape)}",
                                           f"{list(cot.shape)}")
                 cts = rt.vjp_optional(s2.engine, y, xs, cot) if y.is_tracked else [None] * len(xs)
-                return tuple(_result(c if c is not None else s2.constant_from(_zeros_like(x)), nested)
+                return tuple(_result(c if c is not None else s2.zeros(x.shape, x.dtype), nested)
                              for c, x in zip(cts, xs))
 
             inner_session = current_session()

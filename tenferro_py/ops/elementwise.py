@@ -26,7 +26,7 @@ from .structural import SliceConfig
 RULES = RuleSet()
 
 
-def same_aval(x: Aval) -> tuple[Aval]:
+def same_aval(x: Aval, **params: object) -> tuple[Aval]:
     return (x,)
 
 
@@ -49,15 +49,17 @@ def cj(s, x):
 
 
 def unary(name: str, impl, deriv, structured=None):
-    """Define a unary elementwise primitive from its kernel and ``deriv``."""
+    """Define a unary elementwise primitive from its kernel and ``deriv`` (f'(x)·t), both given the
+    primitive's parameters, if it has any, as keywords; the VJP is the JVP conjugated."""
 
-    def jvp(s, tangents, primals, outputs):
-        return (deriv(s, tangents[0], primals[0], outputs[0]),)
+    def jvp(s, tangents, primals, outputs, **params):
+        return (deriv(s, tangents[0], primals[0], outputs[0], **params),)
 
-    def vjp(s, cotangents, primals, outputs, needs):
-        return (cj(s, deriv(s, cj(s, cotangents[0]), primals[0], outputs[0])),)
+    def vjp(s, cotangents, primals, outputs, needs, **params):
+        return (cj(s, deriv(s, cj(s, cotangents[0]), primals[0], outputs[0], **params)),)
 
-    return RULES.define(name, same_aval, lambda x: (impl(x),), jvp, vjp, structured=structured, structured_rules=True)
+    return RULES.define(name, same_aval, lambda x, **params: (impl(x, **params),), jvp, vjp, structured=structured,
+                        structured_rules=True)
 
 
 # --- structured forms ---------------------------------------------------------------
@@ -226,33 +228,20 @@ expm1 = unary("expm1", np.expm1, lambda s, t, x, y: s.mul(t, one_plus(s, y)))
 # never formed: an exponent of 0 has a zero derivative).
 
 
-def _integer_pow_deriv(s, t, x, y, n):
-    if n == 0:
+def _integer_pow_deriv(s, t, x, y, exponent):
+    if exponent == 0:
         return None
-    return s.mul(t, s.scale_real(s.integer_pow(x, n - 1), n))
+    return s.mul(t, s.scale_real(s.integer_pow(x, exponent - 1), exponent))
 
 
-def _real_pow_deriv(s, t, x, y, p):
-    if p == 0:
+def _real_pow_deriv(s, t, x, y, exponent):
+    if exponent == 0:
         return None
-    return s.mul(t, s.scale_real(s.real_pow(x, p - 1.0), p))
+    return s.mul(t, s.scale_real(s.real_pow(x, exponent - 1.0), exponent))
 
 
-def _power_by_exponent(name, impl, deriv):
-    """x**e for a number e (the parameter ``exponent``): f'(x)·t, conjugated for the VJP."""
-
-    def jvp(s, tangents, primals, outputs, exponent):
-        return (deriv(s, tangents[0], primals[0], outputs[0], exponent),)
-
-    def vjp(s, cotangents, primals, outputs, needs, exponent):
-        return (cj(s, deriv(s, cj(s, cotangents[0]), primals[0], outputs[0], exponent)),)
-
-    return RULES.define(name, lambda x, exponent: (x,), lambda x, exponent: (impl(x, exponent),), jvp, vjp,
-                        structured_rules=True)
-
-
-integer_pow = _power_by_exponent("integer_pow", np.power, _integer_pow_deriv)
-real_pow = _power_by_exponent("real_pow", lambda x, p: np.power(x, x.dtype.type(p)), _real_pow_deriv)
+integer_pow = unary("integer_pow", lambda x, exponent: np.power(x, exponent), _integer_pow_deriv)
+real_pow = unary("real_pow", lambda x, exponent: np.power(x, x.dtype.type(exponent)), _real_pow_deriv)
 
 # 1 where x = 0, else 0 (of x's real dtype): a constant for AD, for rules that treat zeros apart.
 zero_mask = RULES.define(

@@ -438,7 +438,7 @@ def matmul(a: Any, b: Any) -> Any:
     if x.ndim == 1 and y.ndim == 1:
         return wrap(s.einsum([x, y], "i,i->"))
     if x.ndim == 1:
-        return wrap(s.einsum([x, y], "...j,...jk->...k")) if y.ndim > 2 else wrap(s.einsum([x, y], "j,jk->k"))
+        return wrap(s.einsum([x, y], "...j,...jk->...k"))
     if y.ndim == 1:
         return wrap(s.einsum([x, y], "...ij,j->...i"))
     batch = broadcast_shapes("matmul", x.shape[:-2], y.shape[:-2])

@@ -63,8 +63,8 @@ from typing import Iterable, Iterator, NamedTuple
 
 import ising_trg
 from ising_trg import (
-    BETA_RANGE, SVD_METHODS, crossing_warning, in_beta_range, plain_number, schedule, value_and_grad,
-    value_grad_and_curvature,
+    BETA_RANGE, SVD_METHODS, crossing_warning, difference_in_range, in_beta_range, plain_number, schedule,
+    value_and_grad, value_grad_and_curvature,
 )
 from onsager import BETA_C, energy, ln_z, specific_heat
 from tenferro_py import CpuEngine
@@ -735,7 +735,7 @@ def run_sweep(
     betas, h = [float(b) for b in betas], None if h is None else float(h)
     if not all(in_beta_range(b) for b in betas):
         raise ValueError(f"every beta must be in {_beta_range_text()}, got {betas}")
-    if h is not None and not all(in_beta_range(b - h) and in_beta_range(b + h) for b in betas):
+    if h is not None and not all(difference_in_range(b, h) for b in betas):
         raise ValueError(f"h={h!r} takes beta - h or beta + h out of {_beta_range_text()}")
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
@@ -917,7 +917,7 @@ def main(argv: list[str] | None = None) -> int:
     h = args.h if args.c == "difference" else None
     if h is not None:
         for beta in (min(args.betas), max(args.betas)):
-            if not (in_beta_range(beta - h) and in_beta_range(beta + h)):
+            if not difference_in_range(beta, h):
                 cli.error(f"argument --h: must keep beta - h and beta + h in {_beta_range_text()}, got {h!r} for "
                           f"beta={beta!r}")
     csv_path, png_path = output_paths(args.out)

@@ -335,6 +335,11 @@ def in_beta_range(beta: float) -> bool:
     return BETA_RANGE[0] <= beta <= BETA_RANGE[1]
 
 
+def difference_in_range(beta: float, h: float) -> bool:
+    """Whether c by central difference at β, which evaluates β − h and β + h, stays in BETA_RANGE."""
+    return in_beta_range(beta - h) and in_beta_range(beta + h)
+
+
 C_MODES = ("both", "diff", "ad")
 SVD_METHODS = ("full", "krylov")
 
@@ -369,7 +374,7 @@ def parse_args(argv: Sequence[str]) -> dict:
     out["betas"] = betas or list(DEFAULT_BETAS)
     if out["c"] != "ad":
         for beta in (min(out["betas"]), max(out["betas"])):
-            if not (in_beta_range(beta - out["h"]) and in_beta_range(beta + out["h"])):
+            if not difference_in_range(beta, out["h"]):
                 raise UsageError(f"h must keep beta - h and beta + h in [{BETA_RANGE[0]:g}, {BETA_RANGE[1]:g}] "
                                  f"(c by difference evaluates there), got h={out['h']!r} for beta={beta!r}")
     return out

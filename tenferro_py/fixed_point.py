@@ -158,7 +158,6 @@ class _Linearisation(NamedTuple):
     x: EagerTensor
     theta: EagerTensor
     out: EagerTensor
-    step_reaches: list[EagerTensor]  # those of x and θ the step depends on
 
 
 class FixedPointSolution:
@@ -191,10 +190,7 @@ class FixedPointSolution:
                 out = rt.with_eager_session(
                     self._eng, lambda s: flat.join(s, self.problem.apply(s, flat.split(s, x), theta))
                 )
-            with rt.no_grad():
-                zero = Tensor.from_numpy(np.zeros(out.shape, out.dtype))
-                pulled = rt.vjp_optional(self._eng, out, [x, theta], zero)
-            self._lin = _Linearisation(x, theta, out, [w for w, p in zip((x, theta), pulled) if p is not None])
+            self._lin = _Linearisation(x, theta, out)
         return self._lin
 
     def _readout(self, readout: ReadoutFn, x: EagerTensor, theta: EagerTensor) -> EagerTensor:
@@ -348,18 +344,21 @@ class FixedPointSolution:
         theta_dot = self._direction("value_grad_and_curvature", direction)
         value, dx, dtheta, readout_reaches = self._readout_pullback(readout)
         lam = self._solve(self._adjoint_step, dx, "adjoint")
+        with rt.no_grad():  # (∂f/∂θ)ᴴ λ, and which of x and θ the step depends on
+            pulled = rt.vjp_optional(eng, lin.out, [lin.x, lin.theta], Tensor.from_numpy(lam))
+        step_reaches = [w for w, p in zip((lin.x, lin.theta), pulled) if p is not None]
+        grad = dtheta + self._vector(pulled[1], lin.theta)
         x_dot = self._x_dot(theta_dot)
         tangent_of = {id(lin.x): Tensor.from_numpy(x_dot), id(lin.theta): Tensor.from_numpy(theta_dot)}
         second = {id(lin.x): np.zeros_like(dx), id(lin.theta): np.zeros_like(dtheta)}
         with rt.no_grad():
             for out, cot, wrt in ((value, np.ones(value.shape, value.dtype), readout_reaches),
-                                  (lin.out, lam, lin.step_reaches)):
+                                  (lin.out, lam, step_reaches)):
                 if wrt:
                     _, dots = rt.vjp_jvp(eng, out, wrt, Tensor.from_numpy(cot), [tangent_of[id(w)] for w in wrt], None)
                     for w, dot in zip(wrt, dots):
                         second[id(w)] = second[id(w)] + dot.value().to_numpy()
         lam_dot = self._solve(self._adjoint_step, second[id(lin.x)], "adjoint")
-        grad = dtheta + self._pull_theta(lam)
         curvature = second[id(lin.theta)] + self._pull_theta(lam_dot)
         return value.item(), Tensor.from_numpy(grad), Tensor.from_numpy(curvature)
 

@@ -20,6 +20,8 @@ above DEFLATE_BELOW·s_k was deflated.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import LinalgError
@@ -76,7 +78,7 @@ def _krylov(a: np.ndarray, k: int, tol: float) -> tuple | None:
         count = int(np.argmin(converged)) if not converged.all() else len(values)
         if count >= k and count < len(values) and values[count] <= DEFLATE_BELOW * values[k - 1]:
             return left, values, right.conj().T, count
-        if count == len(values) == basis.shape[1]:  # the whole space: nothing is left to deflate
+        if count == len(values) == basis.shape[1] >= k:  # an invariant subspace: nothing is left to deflate
             return left, values, right.conj().T, count
         if basis.shape[1] + b > budget:
             return None
@@ -89,6 +91,10 @@ def truncated_svd(a: np.ndarray, k: int, tol: float = TOLERANCE) -> tuple[np.nda
     """(U_k, s_k, Vh_k, Z, Zh, z): the k leading triplets, and the triplets (Z, z, Zh) of the further
     values it converged (at least those above DEFLATE_BELOW·s_k). Falls back to the full SVD."""
     m, n = a.shape
+    c = power_of_two_near(float(np.max(np.abs(a))) if a.size else 0.0)
+    if c != 1.0:  # iterate on A/c, |entries| near 1: AᴴA neither overflows nor underflows at any scale
+        u, s, vh, z, zh, z_values = truncated_svd(a / c, k, tol)
+        return u, s * c, vh, z, zh, z_values * c
     found = _krylov(a, k, tol) if k <= KRYLOV_UP_TO * min(m, n) and min(m, n) >= KRYLOV_FROM else None
     if found is None:
         left, values, right_h = np.linalg.svd(a, full_matrices=False)
@@ -100,9 +106,17 @@ def truncated_svd(a: np.ndarray, k: int, tol: float = TOLERANCE) -> tuple[np.nda
             np.ascontiguousarray(left[:, k:count]), np.ascontiguousarray(right_h[k:count]), values[k:count].copy())
 
 
+def power_of_two_near(x: float) -> float:
+    """2^round(log₂ x) for a finite x > 0, else 1: a scale that divides exactly (bar underflow)."""
+    if not (x > 0 and math.isfinite(x)):
+        return 1.0
+    return math.ldexp(1.0, round(math.log2(x)))
+
+
 def broadened_reciprocal(x: np.ndarray, width: np.ndarray) -> np.ndarray:
-    """x/(x² + width²): 1/x where |x| ≫ width, finite everywhere."""
-    return x / (x * x + width * width)
+    """x/(x² + width²): 1/x where |x| ≫ width, finite everywhere (0 where x and width are)."""
+    denominator = x * x + width * width
+    return np.divide(x, denominator, out=np.zeros(np.broadcast(x, denominator).shape, x.dtype), where=denominator > 0)
 
 
 def complement_solve(a: np.ndarray, u: np.ndarray, vt: np.ndarray, s: np.ndarray, g: np.ndarray, z: np.ndarray,
@@ -120,6 +134,12 @@ def complement_solve(a: np.ndarray, u: np.ndarray, vt: np.ndarray, s: np.ndarray
     rounding, equal to every value left: its column gets the Lorentzian's value there, zero.
     LinalgError if the iteration does not converge.
     """
+    c = power_of_two_near(float(s[0]) if len(s) else 0.0)
+    gamma = power_of_two_near(float(np.max(np.abs(g))) if g.size else 0.0)
+    if c != 1.0 or gamma != 1.0:  # (s² − AAᴴ) y = g is (s'² − A'A'ᴴ) y' = g/γ with A' = A/c, s' = s/c and
+        # y = y' γ/c²: solved with values and right-hand side near 1, so nothing overflows or underflows
+        inner = complement_solve(a / c, u, vt, s / c, g / gamma, z, zt, z_values / c, eps)
+        return inner * (gamma / c) / c
     scale = float(s[0]) if len(s) and s[0] > 0 else 1.0
     shifts = np.asarray(s, dtype=np.real(g).dtype)
     left = np.hstack([u, z])

@@ -143,6 +143,29 @@ def test_derivatives_are_the_full_svds_of_the_same_truncated_loss(rng, dtype):
         np.testing.assert_allclose(fast, full, rtol=0, atol=1e-10 * np.abs(full).max())
 
 
+@pytest.mark.parametrize("scale", [1e-300, 1e300, 0.0], ids=["tiny", "huge", "zero"])
+def test_any_scale(rng, scale):
+    """At 1e±300 the truncated SVD works on A/c (c a power of two) and its solve on rescaled
+    values: the same value and gradient as the full SVD's (which the scale leaves unchanged),
+    finite and without overflow or NaN on the way; at A = 0 (all k triplets, by the fallback) the
+    gradient is finite."""
+    a = scale * with_spectrum(rng, 200, 170, geometric(170))
+    w = rng.standard_normal((200, 170))
+    results = {}
+    for method in ("full", "krylov"):
+        rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+        x = rt.variable_from(tf.Tensor(a))
+        with np.errstate(over="raise", divide="raise", invalid="raise"):
+            y = rt.with_eager_session(eng, lambda s: s.einsum([tf.Tensor(w), *s.svd(x, k=12, method=method)],
+                                                               "ab,ai,i,ib->"))
+            results[method] = y.value().item(), rt.grad(eng, y, x).value().to_numpy()
+    (value_full, grad_full), (value_fast, grad_fast) = results["full"], results["krylov"]
+    assert np.isfinite(grad_fast).all()
+    if scale:
+        assert abs(value_fast - value_full) <= 1e-12 * abs(value_full)
+        np.testing.assert_allclose(grad_fast, grad_full, rtol=0, atol=1e-10 * np.abs(grad_full).max())
+
+
 def test_trg_numbers_agree_with_the_full_svd():
     """χ = 16, 20 steps (the Krylov path from the 256 × 256 steps on): lnZ/N to 1e-12, u to 1e-10,
     c_ad to 1e-8, as README promises."""

@@ -30,14 +30,14 @@ import math
 import numpy as np
 import scipy.linalg
 
-from . import krylov
-from .errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
-from .ops.elementwise import cj, lift_real, minus, real_dtype, times_i, zero_mask
-from .ops.structural import SliceConfig
-from .opset import composite
-from .rules import RuleSet, vjp_from_linear_jvp
-from .structure import Embedded, Product, dense
-from .tensor import Aval, Tensor, is_real_number
+from .. import krylov
+from ..errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
+from ..ops.elementwise import cj, lift_real, minus, real_dtype, times_i, zero_mask
+from ..ops.structural import SliceConfig
+from ..opset import composite
+from ..rules import RuleSet, vjp_from_linear_jvp
+from ..structure import Embedded, Product, dense
+from ..tensor import Aval, Tensor, is_real_number
 
 _RULES = RuleSet()
 

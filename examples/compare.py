@@ -18,7 +18,7 @@ import struct
 import sys
 from typing import Sequence, TextIO
 
-from onsager import energy, ln_z, specific_heat
+from tenferro_py.models.onsager import energy, ln_z, specific_heat
 
 #: SPEC §4, χ = 16, 20 steps, h = 1e-5: β → (lnZ/N, u, c by difference, c by jvp of grad).
 REFERENCE = {

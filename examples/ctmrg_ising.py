@@ -35,7 +35,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 import ctmrg_c4v
-import onsager
+from tenferro_py.models import onsager
 from ising_trg import UsageError, initial, number_argument
 
 import tenferro_py as tf

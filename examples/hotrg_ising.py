@@ -24,7 +24,7 @@ import sys
 from functools import partial
 from typing import NamedTuple, Sequence
 
-import onsager
+from tenferro_py.models import onsager
 from ising_trg import DEFAULT_BETAS, UsageError, number_argument, initial
 
 import tenferro_py as tf

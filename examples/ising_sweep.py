@@ -66,7 +66,7 @@ from ising_trg import (
     BETA_RANGE, SVD_METHODS, crossing_warning, difference_in_range, in_beta_range, plain_number, schedule,
     value_and_grad, value_grad_and_curvature,
 )
-from onsager import BETA_C, energy, ln_z, specific_heat
+from tenferro_py.models.onsager import BETA_C, energy, ln_z, specific_heat
 from tenferro_py import CpuEngine
 from tenferro_py.engine import available_parallelism
 

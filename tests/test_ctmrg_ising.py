@@ -21,7 +21,7 @@ sys.path.insert(0, str(EXAMPLES))
 
 import ctmrg_c4v  # noqa: E402
 import ctmrg_ising  # noqa: E402
-import onsager  # noqa: E402
+from tenferro_py.models import onsager  # noqa: E402
 
 CHI = 20
 BETAS = (0.3, 0.6)  # far from β_c on either side

@@ -19,7 +19,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
 import hotrg_ising  # noqa: E402
-import onsager  # noqa: E402
+from tenferro_py.models import onsager  # noqa: E402
 
 
 def test_schedule():

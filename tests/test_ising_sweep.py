@@ -30,7 +30,7 @@ sys.path.insert(0, str(EXAMPLES))
 
 import ising_sweep  # noqa: E402
 import ising_trg  # noqa: E402
-import onsager  # noqa: E402
+from tenferro_py.models import onsager  # noqa: E402
 
 CHI, STEPS, H = 4, 6, None  # H None: c by AD, the default
 BETAS = [0.3, 0.44, 0.5]

@@ -18,7 +18,7 @@ sys.path.insert(0, str(EXAMPLES))
 
 import compare  # noqa: E402
 import ising_trg  # noqa: E402
-import onsager  # noqa: E402
+from tenferro_py.models import onsager  # noqa: E402
 
 KS = ising_trg.schedule(16, 20)
 H = 1e-5

@@ -1,11 +1,10 @@
-"""Tests for examples/onsager.py, the exact 2D Ising solution used as the TRG
+"""Tests for tenferro_py.models.onsager, the exact 2D Ising solution used as the TRG
 reference: values are checked against independent results (Catalan's
 constant at β_c, high- and low-temperature series, a direct evaluation of
 Onsager's double integral, scipy's elliptic integrals, the critical
 asymptotics) and the functions against finite differences of each other.
 """
 
-import importlib.util
 import math
 import re
 import subprocess
@@ -17,10 +16,9 @@ import numpy as np
 import pytest
 from scipy.special import ellipe, ellipk
 
+from tenferro_py.models import onsager
+
 SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "onsager.py"
-_spec = importlib.util.spec_from_file_location("onsager", SCRIPT)
-onsager = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(onsager)
 BETA_C = onsager.BETA_C
 
 CATALAN = 0.915965594177219015054603514932384110774
@@ -152,3 +150,18 @@ def test_script_output():
         assert float(match[2]) == pytest.approx(onsager.ln_z(beta), abs=1e-15)
         assert float(match[3]) == pytest.approx(onsager.energy(beta), abs=1e-15)
         assert float(match[4]) == pytest.approx(onsager.specific_heat(beta), abs=1e-12)
+
+
+def test_spontaneous_magnetisation_is_yangs():
+    assert onsager.spontaneous_magnetisation(0.3) == 0.0
+    assert onsager.spontaneous_magnetisation(BETA_C) == 0.0
+    beta = 0.6
+    assert onsager.spontaneous_magnetisation(beta) == pytest.approx((1 - math.sinh(2 * beta) ** -4) ** 0.125, rel=1e-15)
+    assert onsager.spontaneous_magnetisation(20.0) == 1.0
+
+
+@pytest.mark.parametrize("argv", [["0"], ["nan"], ["1_000"], ["x"]])
+def test_script_usage_error_is_one_line_and_exit_2(argv):
+    done = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and "beta" in done.stderr and "must be a finite number > 0" in done.stderr

@@ -18,7 +18,10 @@ which must make the iterates converge element by element: the derivative is that
 gauge-fixed map, and a fixed point only up to a gauge has no derivative.
 
 The state x is a tuple of tensors of one dtype; inside the derivatives it travels as one
-column-major vector, so the solvers see a vector space.
+column-major vector, so the solvers see a vector space. Norms, solves, cotangents and directions
+are brought to unit scale by powers of two (linear_solve), so that the fixed point and its
+derivatives are right at any scale of x, θ and the cotangents; what the floating-point range
+cannot hold is an error.
 """
 
 from __future__ import annotations
@@ -27,10 +30,10 @@ import math
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
-from scipy.sparse.linalg import LinearOperator, bicgstab, gmres
 
 from .engine import CpuEngine
 from .errors import InvalidArgument, TenferroError
+from .linear_solve import SOLVERS, power_of_two, relative_change, solve_shifted, times_power_of_two
 from .ops.structural import SliceConfig
 from .runtime import EagerRuntime
 from .session import EagerSession
@@ -41,10 +44,6 @@ State = tuple[EagerTensor, ...]
 StepFn = Callable[[EagerSession, State, EagerTensor], Sequence[EagerTensor]]
 GaugeFn = Callable[[EagerSession, State, State], Sequence[EagerTensor]]
 ReadoutFn = Callable[[EagerSession, State, EagerTensor], EagerTensor]
-
-SOLVERS = ("gmres", "bicgstab", "series")
-#: GMRES's Krylov space between restarts.
-GMRES_RESTART = 60
 
 
 class FixedPointError(TenferroError, ArithmeticError):
@@ -130,6 +129,8 @@ class FixedPoint:
         arrays = [_as_tensor("FixedPoint.solve", "x0", x).to_numpy() for x in x0]
         if not arrays:
             raise InvalidArgument("FixedPoint.solve", "x0: at least one tensor", "an empty sequence")
+        if not all(np.isfinite(a).all() for a in arrays):
+            raise InvalidArgument("FixedPoint.solve", "x0: finite entries", "a non-finite one")
         dtype = np.result_type(*arrays)
         flat = _Flat([a.shape for a in arrays], dtype)
         residual, iterations = math.inf, 0
@@ -139,12 +140,14 @@ class FixedPoint:
             while iterations < self.maxiter:
                 new = rt.with_eager_session(eng, lambda s: self.apply(s, x, theta_c))
                 iterations += 1
-                residual = max(_relative_change(n.value().to_numpy(), o.value().to_numpy()) for n, o in zip(new, x))
+                arrays = [n.value().to_numpy() for n in new]
+                if not all(np.isfinite(a).all() for a in arrays):
+                    raise FixedPointError("FixedPoint.solve", "finite iterates",
+                                          f"a non-finite one at step {iterations}")
+                residual = max(relative_change(a, o.value().to_numpy()) for a, o in zip(arrays, x))
                 x = new
-                if residual <= self.tol or not math.isfinite(residual):
+                if residual <= self.tol:
                     break
-        if not math.isfinite(residual):
-            raise FixedPointError("FixedPoint.solve", "finite iterates", f"a non-finite one at step {iterations}")
         if not residual <= self.tol:
             raise FixedPointError("FixedPoint.solve", f"a change <= {self.tol:.0e} (relative) within "
                                   f"{self.maxiter} steps", f"{residual:.1e} after {iterations} steps")
@@ -218,50 +221,24 @@ class FixedPointSolution:
         with self._rt.no_grad():
             return self._vector(self._rt.jvp_optional(self._eng, lin.out, lin.x, Tensor.from_numpy(v)), lin.out)
 
-    def _solve(self, product: Callable[[np.ndarray], np.ndarray], b: np.ndarray, what: str) -> np.ndarray:
-        """The solution y of y − product(y) = b, by the problem's solver; FixedPointError if it fails.
+    def _solve(self, product: Callable[[np.ndarray], np.ndarray], b: np.ndarray, what: str) -> tuple[np.ndarray, int]:
+        """(y, k) with y·2^k the solution of z − product(z) = b, by the problem's solver within
+        ``solve_maxiter`` products, at every scale of b (linear_solve); FixedPointError if it fails.
 
         The engine stays active throughout, so its BLAS pin covers the solver's own vector
         operations too (with BLAS's threads, each of those small products costs a thread wake-up).
         """
-        with self._eng.active():
-            return self._solve_pinned(product, b, what)
-
-    def _solve_pinned(self, product: Callable[[np.ndarray], np.ndarray], b: np.ndarray, what: str) -> np.ndarray:
         p = self.problem
-        norm_b = np.linalg.norm(b)
-        if norm_b == 0:
-            return np.zeros_like(b)
-        count = [0]
-
-        def matvec(v: np.ndarray) -> np.ndarray:
-            count[0] += 1
-            v = np.asarray(v, b.dtype).reshape(b.shape)
-            return v - product(v)
-
-        if p.solver == "series":
-            y = b.copy()
-            while count[0] < p.solve_maxiter:
-                change = b + product(y) - y
-                count[0] += 1
-                y = y + change
-                if np.linalg.norm(change) <= p.solve_tol * norm_b:
-                    break
-        else:
-            op = LinearOperator((b.size, b.size), matvec=matvec, dtype=b.dtype)
-            if p.solver == "gmres":
-                restart = min(b.size, GMRES_RESTART)
-                y, _ = gmres(op, b, x0=b.copy(), rtol=p.solve_tol, atol=0.0, restart=restart,
-                             maxiter=max(1, -(-p.solve_maxiter // restart)))
-            else:
-                y, _ = bicgstab(op, b, x0=b.copy(), rtol=p.solve_tol, atol=0.0, maxiter=p.solve_maxiter)
-        residual = np.linalg.norm(b - matvec(y)) / norm_b
-        count[0] -= 1  # the check above is not the solver's
-        if not residual <= 10 * p.solve_tol:  # a solver's own residual estimate may differ by rounding
+        if not np.isfinite(b).all():
+            raise FixedPointError("FixedPointSolution", f"a finite right-hand side of the {what} solve",
+                                  "a non-finite one")
+        with self._eng.active():
+            found = solve_shifted(product, b, p.solver, p.solve_tol, p.solve_maxiter)
+        if not found.residual <= 10 * p.solve_tol:  # a solver's own residual estimate may differ by rounding
             raise FixedPointError("FixedPointSolution", f"the {what} solve ({p.solver}) to reach a relative "
                                   f"residual of {p.solve_tol:.0e} within {p.solve_maxiter} products",
-                                  f"{residual:.1e} after {count[0]}")
-        return y
+                                  f"{found.residual:.1e} after {found.products}")
+        return found.y, found.exponent
 
     def _readout_pullback(self, readout: ReadoutFn) -> tuple[EagerTensor, np.ndarray, np.ndarray, list[EagerTensor]]:
         """(the recorded ℓ, ∂ℓ/∂x, ∂ℓ/∂θ, those of x and θ that ℓ depends on)."""
@@ -280,14 +257,16 @@ class FixedPointSolution:
             return self._vector(self._rt.vjp_optional(self._eng, lin.out, lin.theta, Tensor.from_numpy(lam)),
                                 lin.theta)
 
-    def _direction(self, op: str, direction: "Tensor | float | None") -> np.ndarray:
+    def _direction(self, op: str, direction: "Tensor | float | None") -> tuple[np.ndarray, int]:
+        """(θ̇·2^-k, k): the direction (default ones) at unit scale, and its power of two."""
         theta = self.theta.to_numpy()
-        if direction is None:
-            return np.ones_like(theta)
-        d = _as_tensor(op, "direction", direction).to_numpy()
+        d = np.ones_like(theta) if direction is None else _as_tensor(op, "direction", direction).to_numpy()
         if d.shape != theta.shape:
             raise InvalidArgument(op, f"a direction of theta's shape {list(theta.shape)}", f"shape {list(d.shape)}")
-        return d.astype(theta.dtype)
+        if not np.isfinite(d).all():
+            raise InvalidArgument(op, "a finite direction", "a non-finite entry")
+        k = power_of_two(d)
+        return times_power_of_two(d.astype(theta.dtype), -k), k
 
     # --- the derivatives -----------------------------------------------------------------
 
@@ -299,18 +278,25 @@ class FixedPointSolution:
             raise InvalidArgument("FixedPointSolution.vjp", f"cotangents of the state's shapes "
                                   f"{[list(s) for s in self._flat.shapes]}", f"{[list(s) for s in shapes]}")
         bar = self._flat.pack(arrays)
-        lam = self._solve(self._adjoint_step, bar, "adjoint")
-        return Tensor.from_numpy(self._pull_theta(lam))
+        if not np.isfinite(bar).all():
+            raise InvalidArgument("FixedPointSolution.vjp", "finite cotangents", "a non-finite entry")
+        lam, k = self._solve(self._adjoint_step, bar, "adjoint")
+        return Tensor.from_numpy(_finite("FixedPointSolution.vjp", "cotangent of theta",
+                                         times_power_of_two(self._pull_theta(lam), k)))
 
     def jvp(self, direction: "Tensor | float | None" = None) -> tuple[Tensor, ...]:
         """ẋ with (I − ∂f/∂x) ẋ = ∂f/∂θ θ̇: the tangent of x* along θ̇ (default ones)."""
-        return tuple(Tensor.from_numpy(a) for a in self._flat.unpack(self._x_dot(self._direction("jvp", direction))))
+        theta_dot, k = self._direction("jvp", direction)
+        x_dot = _finite("FixedPointSolution.jvp", "tangent of x", times_power_of_two(self._x_dot(theta_dot), k))
+        return tuple(Tensor.from_numpy(a) for a in self._flat.unpack(x_dot))
 
     def _x_dot(self, theta_dot: np.ndarray) -> np.ndarray:
+        """ẋ along θ̇ (at unit scale: ẋ is then at the scale of dx*/dθ)."""
         rt, lin = self._rt, self._linearisation()
         with rt.no_grad():
             b = self._vector(rt.jvp_optional(self._eng, lin.out, lin.theta, Tensor.from_numpy(theta_dot)), lin.out)
-        return self._solve(self._tangent_step, b, "tangent")
+        y, k = self._solve(self._tangent_step, b, "tangent")
+        return times_power_of_two(y, k)
 
     def value(self, readout: ReadoutFn) -> float:
         """ℓ(x*, θ), with nothing recorded."""
@@ -321,19 +307,22 @@ class FixedPointSolution:
     def value_and_grad(self, readout: ReadoutFn) -> tuple[float, Tensor]:
         """(L, dL/dθ) for L = readout(x*, θ), by reverse mode through the fixed point."""
         value, dx, dtheta, _ = self._readout_pullback(readout)
-        lam = self._solve(self._adjoint_step, dx, "adjoint")
-        return value.item(), Tensor.from_numpy(dtheta + self._pull_theta(lam))
+        lam, k = self._solve(self._adjoint_step, dx, "adjoint")
+        grad = dtheta + times_power_of_two(self._pull_theta(lam), k)
+        _finite("FixedPointSolution.value_and_grad", "gradient", grad)
+        return value.item(), Tensor.from_numpy(grad)
 
     def value_and_jvp(self, readout: ReadoutFn, direction: "Tensor | float | None" = None) -> tuple[float, float]:
         """(L, dL/dθ · θ̇) by forward mode through the fixed point (θ̇ = ``direction``, default ones)."""
         rt, lin = self._rt, self._linearisation()
-        theta_dot = self._direction("value_and_jvp", direction)
+        theta_dot, k = self._direction("value_and_jvp", direction)
         x_dot = self._x_dot(theta_dot)
         value = self._readout(readout, lin.x, lin.theta)
         with rt.no_grad():
             tangent = rt.jvp_optional(self._eng, value, [lin.x, lin.theta],
                                       [Tensor.from_numpy(x_dot), Tensor.from_numpy(theta_dot)])
-        return value.item(), 0.0 if tangent is None else tangent.item()
+        slope = np.zeros(()) if tangent is None else times_power_of_two(tangent.value().to_numpy(), k)
+        return value.item(), _finite("FixedPointSolution.value_and_jvp", "slope", slope).item()
 
     def value_grad_and_curvature(
         self, readout: ReadoutFn, direction: "Tensor | float | None" = None
@@ -341,34 +330,36 @@ class FixedPointSolution:
         """(L, dL/dθ, H θ̇) by forward over reverse through the fixed point (θ̇ default ones;
         d²L/dθ² for a scalar θ)."""
         rt, lin, eng = self._rt, self._linearisation(), self._eng
-        theta_dot = self._direction("value_grad_and_curvature", direction)
+        theta_dot, k_dot = self._direction("value_grad_and_curvature", direction)  # θ̇ = theta_dot·2^k_dot
         value, dx, dtheta, readout_reaches = self._readout_pullback(readout)
-        lam = self._solve(self._adjoint_step, dx, "adjoint")
+        lam, k_lam = self._solve(self._adjoint_step, dx, "adjoint")  # λ = lam·2^k_lam
         with rt.no_grad():  # (∂f/∂θ)ᴴ λ, and which of x and θ the step depends on
             pulled = rt.vjp_optional(eng, lin.out, [lin.x, lin.theta], Tensor.from_numpy(lam))
         step_reaches = [w for w, p in zip((lin.x, lin.theta), pulled) if p is not None]
-        grad = dtheta + self._vector(pulled[1], lin.theta)
+        grad = dtheta + times_power_of_two(self._vector(pulled[1], lin.theta), k_lam)
         x_dot = self._x_dot(theta_dot)
         tangent_of = {id(lin.x): Tensor.from_numpy(x_dot), id(lin.theta): Tensor.from_numpy(theta_dot)}
         second = {id(lin.x): np.zeros_like(dx), id(lin.theta): np.zeros_like(dtheta)}
         with rt.no_grad():
-            for out, cot, wrt in ((value, np.ones(value.shape, value.dtype), readout_reaches),
-                                  (lin.out, lam, step_reaches)):
+            for out, cot, wrt, k in ((value, np.ones(value.shape, value.dtype), readout_reaches, k_dot),
+                                     (lin.out, lam, step_reaches, k_dot + k_lam)):  # bilinear in cot and tangent
                 if wrt:
                     _, dots = rt.vjp_jvp(eng, out, wrt, Tensor.from_numpy(cot), [tangent_of[id(w)] for w in wrt], None)
                     for w, dot in zip(wrt, dots):
-                        second[id(w)] = second[id(w)] + dot.value().to_numpy()
-        lam_dot = self._solve(self._adjoint_step, second[id(lin.x)], "adjoint")
-        curvature = second[id(lin.theta)] + self._pull_theta(lam_dot)
-        return value.item(), Tensor.from_numpy(grad), Tensor.from_numpy(curvature)
+                        second[id(w)] = second[id(w)] + times_power_of_two(dot.value().to_numpy(), k)
+        lam_dot, k = self._solve(self._adjoint_step, second[id(lin.x)], "adjoint")
+        curvature = second[id(lin.theta)] + times_power_of_two(self._pull_theta(lam_dot), k)
+        op = "FixedPointSolution.value_grad_and_curvature"
+        return (value.item(), Tensor.from_numpy(_finite(op, "gradient", grad)),
+                Tensor.from_numpy(_finite(op, "curvature", curvature)))
 
 
-def _relative_change(new: np.ndarray, old: np.ndarray) -> float:
-    """‖new − old‖ / ‖new‖ (‖old‖ where new is 0); inf where new is not finite."""
-    if not np.isfinite(new).all():
-        return math.inf
-    scale = float(np.linalg.norm(new))
-    return float(np.linalg.norm(new - old)) / scale if scale > 0 else float(np.linalg.norm(old))
+def _finite(op: str, what: str, v: np.ndarray) -> np.ndarray:
+    """v, checked finite: a derivative beyond the floating-point range is an error, not inf."""
+    if not np.isfinite(v).all():
+        raise FixedPointError(op, f"a finite {what}", "a non-finite one (beyond the floating-point range, "
+                              "or not finite in the step's derivative)")
+    return v
 
 
 def _as_tensor(op: str, name: str, value: object) -> Tensor:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from . import functions as fn
-from .array import lift, result_dtype, session, tracked, wrap
+from .array import lift, result_dtype, session, tracked, value_of, wrap
 
 __all__ = ["eigh", "inv", "norm", "qr", "solve", "svd"]
 
@@ -82,7 +82,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     magnitude = fn.abs(a)
     if ord in (None, 2):  # at a zero vector the derivative is 0 (as the matrix norm's), not 0/0
         squares = fn.sum(magnitude * magnitude, axis, keepdims=keepdims)
-        zero = np.asarray(squares) == 0
+        zero = value_of(squares) == 0
         return fn.where(zero, 0.0, fn.sqrt(fn.where(zero, 1.0, squares)))
     if ord == 1:
         return fn.sum(magnitude, axis, keepdims=keepdims)

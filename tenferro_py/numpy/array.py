@@ -152,7 +152,8 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
         return bool(value_of(self))
 
     def __format__(self, spec: str) -> str:
-        return format(value_of(self), spec)  # printing reads the value: a string carries no derivative
+        """f"{x:.3f}" formats the value (a string carries no derivative); f"{x}" is str(x)."""
+        return format(value_of(self), spec) if spec else str(self)
 
     def __repr__(self) -> str:
         return f"tnp.ndarray({value_of(self)!r}, tracked={self.tensor.is_tracked})"

@@ -156,7 +156,9 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) 
 
 def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
     """(f(*primals), pullback): pullback(ȳ) is the tuple of cotangents of the primals, the
-    adjoint of the JVP under Re⟨·,·⟩."""
+    adjoint of the JVP under Re⟨·,·⟩; ȳ has the output's shape and dtype. Called inside a
+    session of its runtime, the pullback gives arrays of it; anywhere else (after the transform
+    that made it returned too: it keeps the tape it needs), NumPy data."""
 
     def body(s: EagerSession, nested: bool) -> tuple[Any, Callable[[Any], tuple]]:
         rt = s.runtime

@@ -13,6 +13,7 @@ from .errors import (
     SessionEnded,
     ShapeMismatch,
     TenferroError,
+    TrackedConversion,
     Unsupported,
 )
 from .ops.structural import SliceConfig
@@ -47,6 +48,7 @@ __all__ = [
     "TangentMemo",
     "Tensor",
     "TenferroError",
+    "TrackedConversion",
     "Unsupported",
     "einsum",
     "linalg",

@@ -46,6 +46,11 @@ class Unsupported(TenferroError, NotImplementedError):
     """A transform met a primitive with no AD rule in the runtime's context."""
 
 
+class TrackedConversion(TenferroError, TypeError):
+    """A tracked array (one a derivative is being taken through) read as a number or NumPy data,
+    or handed to a NumPy function: its derivative would be dropped."""
+
+
 class NoSuchOp(TenferroError, AttributeError):
     """A session attribute that is no op of the session."""
 

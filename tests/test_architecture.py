@@ -29,6 +29,7 @@ LAYERS = [
     ["session"],
     ["runtime"],
     ["staged", "testing", "fixed_point"],
+    ["numpy.interop", "numpy.updates"],
     ["numpy.array"],
     ["numpy.functions", "numpy.transforms"],
     ["numpy.linalg"],

@@ -986,3 +986,6 @@ def norm(s, x, ord):
     if x.ndim == 1:
         return s.reduce_sum(s.abs(x)) if ord == 1 else extremum(s.abs(x))
     return extremum(s.reduce_sum(s.abs(x), axes=(0,) if abs(ord) == 1 else (1,)))  # columns for ±1, rows for ±∞
+
+
+from . import complement  # noqa: E402,F401 (registers its op in the rule set)

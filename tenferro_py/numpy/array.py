@@ -21,6 +21,7 @@ from ..runtime import current_session
 from ..session import EagerSession
 from ..tape import EagerTensor
 from ..tensor import SUPPORTED_DTYPES, Tensor
+from . import interop, updates
 
 
 def session(op: str) -> EagerSession:
@@ -54,7 +55,6 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
 
     __slots__ = ("tensor",)
     __array_priority__ = 100.0
-    __array_ufunc__ = None  # NumPy's operators and ufuncs defer to ours (np_array + x is x.__radd__)
 
     def __init__(self, tensor: EagerTensor):
         self.tensor = tensor
@@ -101,24 +101,62 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
         for i in range(len(self)):
             yield self[i]
 
+    # --- reading values: plain for an untracked array, refused for a tracked one (interop.py) ---
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """The value as a NumPy array (detached: NumPy's functions see numbers, not the tape)."""
-        return np.array(self.tensor.value()._array, dtype=dtype)
+        """The value as a NumPy array; a tracked array refuses (NumPy would drop its derivative),
+        unless cast to integers or bools (``np.int64(x)``), which have no derivative."""
+        integral = dtype is not None and np.dtype(dtype).kind in "biu"
+        value = value_of(self) if integral else untracked_value(self, "np.asarray(x)")
+        return value if dtype is None else value.astype(dtype)
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """An operator with a NumPy operand on the left (``np_array + x``) is ours; any other ufunc
+        runs on the values (see :func:`interop.numpy_on_values`), naming tnp's for a tracked array."""
+        operator = _OPERATORS.get(ufunc.__name__) if method == "__call__" and not kwargs else None
+        if operator is not None:
+            return operator(*inputs)
+        op = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        return interop.numpy_on_values(op, getattr(ufunc, method), inputs, kwargs, value_of, is_tracked_array,
+                                       interop.tnp_name(ufunc.__name__, "numpy") if method == "__call__" else None)
+
+    def __array_function__(self, func: Callable[..., Any], types: Any, args: tuple, kwargs: dict) -> Any:
+        """NumPy's functions that call the array's own method (np.sum(x) is x.sum()) do so, as NumPy
+        does for any array-like; others run on the values, naming tnp's for a tracked array."""
+        method = _METHOD_FUNCTIONS.get(func.__name__)
+        if method is not None and args and isinstance(args[0], ndarray):
+            return getattr(args[0], method)(*args[1:], **kwargs)
+        module = getattr(func, "__module__", None) or "numpy"
+        name = f"{'np' + module[len('numpy'):] if module.startswith('numpy') else module}.{func.__name__}"
+        return interop.numpy_on_values(name, func, args, kwargs, value_of, is_tracked_array,
+                                       interop.tnp_name(func.__name__, module))
 
     def item(self) -> Any:
-        return self.tensor.item()
+        return untracked_value(self, "x.item()").item()
+
+    def tolist(self) -> Any:
+        return untracked_value(self, "x.tolist()").tolist()
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(untracked_value(self, "float(x)"))
+
+    def __int__(self) -> int:
+        """Truncation, of a tracked array too: an integer has no derivative (it is 0 where defined)."""
+        return int(value_of(self))
 
     def __complex__(self) -> complex:
-        return complex(self.item())
+        return complex(untracked_value(self, "complex(x)"))
 
     def __bool__(self) -> bool:
-        return bool(self.item())
+        """The truth value (``if x > 0:`` and ``if x:``), of a tracked array too: it has no derivative."""
+        return bool(value_of(self))
+
+    def __format__(self, spec: str) -> str:
+        """f"{x:.3f}" formats the value (a string carries no derivative); f"{x}" is str(x)."""
+        return format(value_of(self), spec) if spec else str(self)
 
     def __repr__(self) -> str:
-        return f"tnp.ndarray({np.asarray(self)!r}, tracked={self.tensor.is_tracked})"
+        return f"tnp.ndarray({value_of(self)!r}, tracked={self.tensor.is_tracked})"
 
     # --- arithmetic ---------------------------------------------------------------------
 
@@ -169,22 +207,22 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
 
     # comparisons: no derivative, so their results are NumPy bool arrays of the values
     def __lt__(self, other):
-        return np.asarray(self) < _values(other)
+        return value_of(self) < value_of(other)
 
     def __le__(self, other):
-        return np.asarray(self) <= _values(other)
+        return value_of(self) <= value_of(other)
 
     def __gt__(self, other):
-        return np.asarray(self) > _values(other)
+        return value_of(self) > value_of(other)
 
     def __ge__(self, other):
-        return np.asarray(self) >= _values(other)
+        return value_of(self) >= value_of(other)
 
     def __eq__(self, other):  # type: ignore[override]
-        return np.asarray(self) == _values(other)
+        return value_of(self) == value_of(other)
 
     def __ne__(self, other):  # type: ignore[override]
-        return np.asarray(self) != _values(other)
+        return value_of(self) != value_of(other)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -219,36 +257,119 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
     def dot(self, other) -> "ndarray":
         return dot(self, other)
 
-    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **unused) -> "ndarray":
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported) -> "ndarray":
+        refuse_options("sum", unsupported)
         return reduce("sum", self, axis, keepdims, dtype, out)
 
-    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **unused) -> "ndarray":
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported) -> "ndarray":
+        refuse_options("mean", unsupported)
         return reduce("mean", self, axis, keepdims, dtype, out)
 
-    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **unused) -> "ndarray":
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported) -> "ndarray":
+        refuse_options("prod", unsupported)
         return reduce("prod", self, axis, keepdims, dtype, out)
 
-    def max(self, axis=None, out=None, keepdims=False, **unused) -> "ndarray":
+    def max(self, axis=None, out=None, keepdims=False, **unsupported) -> "ndarray":
+        refuse_options("max", unsupported)
         return reduce("max", self, axis, keepdims, None, out)
 
-    def min(self, axis=None, out=None, keepdims=False, **unused) -> "ndarray":
+    def min(self, axis=None, out=None, keepdims=False, **unsupported) -> "ndarray":
+        refuse_options("min", unsupported)
         return reduce("min", self, axis, keepdims, None, out)
 
     def __getitem__(self, key) -> "ndarray":
         return getitem(self, key)
 
     def __setitem__(self, key, value) -> None:
-        raise TypeError("tenferro_py.numpy arrays are immutable (as JAX's): build a new one, e.g. with "
-                        "tnp.where(mask, value, x) or tnp.concatenate")
+        raise TypeError("tenferro_py.numpy arrays are immutable (as JAX's): x = x.at[key].set(value) "
+                        "(or .add(value)) makes the updated array")
+
+    @property
+    def at(self) -> "IndexUpdates":
+        """JAX's functional updates: ``x.at[key].set(v)``, ``.add(v)``, ``.get()``, each a new array."""
+        return IndexUpdates(self)
+
+
+class IndexUpdates:
+    """``x.at``: indexed by any key ``x[key]`` takes, it gives that key's :class:`IndexUpdate`."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: ndarray):
+        self.array = array
+
+    def __getitem__(self, key: Any) -> "IndexUpdate":
+        return IndexUpdate(self.array, key)
+
+
+class IndexUpdate:
+    """``x.at[key]``: a new array with x's entries at NumPy's ``x[key]`` replaced or added to
+    (``values`` broadcast to ``x[key]``'s shape, in x's dtype), differentiable in x and values."""
+
+    __slots__ = ("array", "key")
+
+    def __init__(self, array: ndarray, key: Any):
+        self.array, self.key = array, key
+
+    def get(self) -> ndarray:
+        return getitem(self.array, self.key)
+
+    def set(self, values: Any) -> ndarray:
+        return self._update("at.set", values, updates.set_at)
+
+    def add(self, values: Any) -> ndarray:
+        return self._update("at.add", values, updates.add_at)
+
+    def _update(self, op: str, values: Any, how: Callable[..., EagerTensor]) -> ndarray:
+        x = self.array
+        s = session(op)
+        key = tuple(value_of(k) for k in self.key) if isinstance(self.key, tuple) else value_of(self.key)
+        where = updates.positions(x.shape, key)
+        if x.dtype.kind != "c" and (isinstance(values, complex) or (not is_weak(values) and
+                                                                     host_dtype(values).kind == "c")):
+            raise DTypeMismatch(op, f"real values for an array of dtype {x.dtype} (a cast would drop the "
+                                    "imaginary part)", "complex values")
+        v = broadcast_to_shape(s, lift(s, stack_nested(values), x.dtype), where.shape)
+        return wrap(how(s, x.tensor, where, v))
 
 
 def wrap(t: EagerTensor) -> ndarray:
     return ndarray(t)
 
 
-def _values(x: Any) -> Any:
-    """What a comparison reads: the value of an array, anything else as it is."""
-    return np.asarray(x) if isinstance(x, ndarray) else x
+def refuse_options(op: str, options: dict) -> None:
+    """NumPy's options a reduction does not implement (``initial``, ``where``): refused, not ignored."""
+    if options:
+        raise InvalidArgument(op, "axis, dtype, out=None and keepdims only", ", ".join(sorted(options)))
+
+
+def value_of(x: Any) -> Any:
+    """The value of an array as NumPy data (anything else as it is), read without its derivative:
+    for what has none (comparisons, masks, indices, printing)."""
+    return x.tensor.value().to_numpy() if isinstance(x, ndarray) else x
+
+
+def is_tracked_array(x: Any) -> bool:
+    """An array a derivative is being taken through (its tensor is tracked)."""
+    return isinstance(x, ndarray) and x.tensor.is_tracked
+
+
+def untracked_value(x: ndarray, op: str) -> np.ndarray:
+    """x's value for an implicit conversion (``op``): refused for a tracked array."""
+    if x.tensor.is_tracked:
+        raise interop.conversion_refused(op)
+    return value_of(x)
+
+
+def stop_gradient(x: Any) -> Any:
+    """x's value without its derivative, as JAX's: an array becomes a constant (of its runtime),
+    which ``float``, ``np.asarray`` and NumPy's functions take; lists and tuples are mapped; NumPy
+    data and numbers, which have no derivative, are returned as they are."""
+    if isinstance(x, ndarray):
+        return wrap(x.tensor.runtime.constant_from(x.tensor))
+    if type(x) in (tuple, list):
+        return type(x)(stop_gradient(v) for v in x)
+    return x
 
 
 # --- lifting operands into the session ----------------------------------------------------------
@@ -447,6 +568,18 @@ def matmul(a: Any, b: Any) -> Any:
     return wrap(s.einsum([x, y], "...ij,...jk->...ik"))
 
 
+#: NumPy's functions that NumPy runs as the array's own method (``np.sum(x)`` is ``x.sum()``).
+_METHOD_FUNCTIONS = {"sum": "sum", "mean": "mean", "prod": "prod", "max": "max", "amax": "max", "min": "min",
+                     "amin": "min", "reshape": "reshape", "transpose": "transpose", "squeeze": "squeeze"}
+
+#: The ufuncs of Python's operators: ``np_array + x`` reaches x as ``np.add(np_array, x)``.
+_OPERATORS: dict[str, Callable[..., Any]] = {
+    "add": lambda a, b: binary("add", a, b), "subtract": lambda a, b: binary("sub", a, b),
+    "multiply": lambda a, b: binary("mul", a, b), "divide": lambda a, b: binary("div", a, b),
+    "power": lambda a, b: power(a, b), "matmul": lambda a, b: matmul(a, b),
+}
+
+
 # --- indexing -------------------------------------------------------------------------------------
 
 
@@ -462,7 +595,7 @@ def getitem(x: ndarray, key: Any) -> ndarray:
     key = key if isinstance(key, tuple) else (key,)
     if _basic_key(key):
         return _basic_index(x, key)
-    return rearranged("getitem", x, lambda p: p[tuple(_values(k) for k in key)])
+    return rearranged("getitem", x, lambda p: p[tuple(value_of(k) for k in key)])
 
 
 def rearranged(op: str, x: ndarray, by_positions: Callable[[np.ndarray], np.ndarray]) -> ndarray:

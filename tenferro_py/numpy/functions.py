@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import string
+import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -41,6 +42,7 @@ from .array import (
     tensordot,
     tracked,
     transpose,
+    value_of,
     wrap,
 )
 
@@ -141,7 +143,7 @@ def where(condition: Any, x: Any, y: Any) -> Any:
     if not tracked(x, y):
         return np.where(condition, x, y)
     s, (a, b) = operands("where", x, y)
-    mask = np.asarray(np.asarray(condition) != 0, dtype=np.float64)
+    mask = np.asarray(np.asarray(value_of(condition)) != 0, dtype=np.float64)
     shape = broadcast_shapes("where", mask.shape, a.shape)
     cond = broadcast_to_shape(s, lift(s, mask), shape)
     return wrap(s.where(cond, broadcast_to_shape(s, a, shape), broadcast_to_shape(s, b, shape)))
@@ -187,7 +189,8 @@ amax, amin = max, min
 
 
 def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
-    """NumPy's var: the mean of |a − mean(a)|² over n − ddof."""
+    """NumPy's var: the sum of |a − mean(a)|² over n − ddof; for ddof ≥ n, over 0 (inf, or nan
+    where the sum is 0) with NumPy's warning, as NumPy."""
     a = stack_nested(a)
     if not tracked(a):
         return np.var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
@@ -196,6 +199,9 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
     n = math.prod(x.shape[i] for i in axes)
     deviation = x - mean(x, axes, keepdims=True)
     squared = real(deviation * conj(deviation)) if x.dtype.kind == "c" else deviation * deviation
+    if n - ddof <= 0:
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
+        return divide(sum(squared, axes, keepdims=keepdims), 0.0)
     return sum(squared, axes, keepdims=keepdims) * (1.0 / (n - ddof))
 
 
@@ -286,7 +292,7 @@ def nan_to_num(x: Any, nan: float = 0.0, posinf: Any = None, neginf: Any = None)
     if not tracked(x):
         return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
     a = asarray(x)
-    values = np.asarray(a)
+    values = value_of(a)
     return where(np.isfinite(values), a, np.nan_to_num(values, nan=nan, posinf=posinf, neginf=neginf))
 
 

@@ -1,9 +1,10 @@
 """numpy.linalg's svd, eigh, qr, solve, inv and norm on tnp arrays, as the session's linalg ops.
 
-Their rules are the session's (README, "The SVD and eigh rules"). NumPy's defaults are kept
-where they have a derivative: ``svd`` returns (u, s, vh) and computes the thin SVD; the full
-one (``full_matrices=True``, NumPy's default) is refused for a rectangular matrix, whose
-complement has no derivative, and is the thin one for a square matrix.
+Their rules are the session's (README, "The SVD and eigh rules"). ``svd`` returns (u, s, vh)
+as NumPy's: ``full_matrices=True`` (NumPy's default) completes a rectangular matrix's thin
+factors with an orthonormal basis of their complement, which has no derivative (any rotation
+of it is as good), so a derivative through it is refused (Unsupported, saying why); use
+``full_matrices=False`` for the thin SVD and its derivatives.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgument
+from ..linalg.complement import orthogonal_complement
 from . import functions as fn
-from .array import lift, result_dtype, session, tracked, wrap
+from .array import lift, result_dtype, session, tracked, value_of, wrap
 
 __all__ = ["eigh", "inv", "norm", "qr", "solve", "svd"]
 
@@ -24,11 +26,21 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
         return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)  # type: ignore[call-overload]
     s = session("svd")
     x = lift(s, a)
-    if full_matrices and x.ndim >= 2 and x.shape[-1] != x.shape[-2]:
-        raise InvalidArgument("svd", "full_matrices=False for a rectangular matrix (the full factors' "
-                                     "complement has no derivative)", f"shape {list(x.shape)}")
     u, sv, vt = s.svd(x)
-    return (wrap(u), wrap(sv), wrap(vt)) if compute_uv else wrap(sv)
+    if not compute_uv:
+        return wrap(sv)
+    m, n = x.shape[-2:]
+    if full_matrices and m > n:
+        u = s.concatenate([u, orthogonal_complement(s, u)], x.ndim - 1)
+    elif full_matrices and m < n:
+        rows = s.conj(_swap_last(s, orthogonal_complement(s, s.conj(_swap_last(s, vt)))))
+        vt = s.concatenate([vt, rows], x.ndim - 2)
+    return wrap(u), wrap(sv), wrap(vt)
+
+
+def _swap_last(s: Any, x: Any) -> Any:
+    """x with its last two axes swapped."""
+    return s.transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
 
 def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
@@ -82,7 +94,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     magnitude = fn.abs(a)
     if ord in (None, 2):  # at a zero vector the derivative is 0 (as the matrix norm's), not 0/0
         squares = fn.sum(magnitude * magnitude, axis, keepdims=keepdims)
-        zero = np.asarray(squares) == 0
+        zero = value_of(squares) == 0
         return fn.where(zero, 0.0, fn.sqrt(fn.where(zero, 1.0, squares)))
     if ord == 1:
         return fn.sum(magnitude, axis, keepdims=keepdims)

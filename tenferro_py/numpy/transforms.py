@@ -17,13 +17,13 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..engine import CpuEngine
-from ..errors import InvalidArgument, NonScalarGrad
+from ..errors import DTypeMismatch, InvalidArgument, NonScalarGrad
 from ..runtime import EagerRuntime, current_session
 from ..session import EagerSession
 from ..tape import EagerTensor
 from ..tensor import Tensor
 from ..testing import check_grads as _check_session_grads
-from .array import host_dtype, lift, ndarray, wrap
+from .array import host_dtype, is_weak, lift, ndarray, wrap
 
 __all__ = ["check_grads", "grad", "hvp", "jvp", "session", "value_and_grad", "vjp"]
 
@@ -75,6 +75,18 @@ def _out(op: str, s: EagerSession, y: Any) -> EagerTensor:
     return lift(s, y)
 
 
+def _checked_dtype(op: str, what: str, x: Any, dtype: np.dtype) -> np.dtype:
+    """``dtype``, the one a tangent or cotangent x must have (a Python number takes it, unless a
+    complex one for a real value); a mismatch is refused, not cast (a cast drops an imaginary part)."""
+    if is_weak(x):
+        fits, given = not (isinstance(x, complex) and dtype.kind != "c"), type(x).__name__
+    else:
+        fits, given = host_dtype(x) == dtype, str(x.dtype if isinstance(x, ndarray) else np.asarray(x).dtype)
+    if not fits:
+        raise DTypeMismatch(op, f"{what} dtype {dtype}", given)
+    return dtype
+
+
 def _result(x: Any, nested: bool) -> Any:
     """An array of the session inside one; NumPy data at top level."""
     if nested:
@@ -84,18 +96,19 @@ def _result(x: Any, nested: bool) -> Any:
 
 def value_and_grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = None) -> Callable[..., Any]:
     """f's value and its gradient with respect to the arguments at ``argnums`` (``argnum``, as
-    autograd spells it), for f returning a real scalar. The gradient of complex arguments is
-    ∂L/∂Re z + i ∂L/∂Im z (README: the complex convention)."""
+    autograd spells it), for f returning a real scalar; keyword arguments pass to f, not
+    differentiated (as JAX). The gradient of complex arguments is ∂L/∂Re z + i ∂L/∂Im z
+    (README: the complex convention)."""
     wanted = argnum if argnum is not None else argnums
 
-    def transformed(*args: Any) -> tuple[Any, Any]:
+    def transformed(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         nums, single = _argnums("grad", wanted, len(args))
 
         def body(s: EagerSession, nested: bool) -> tuple[Any, Any]:
             xs = list(args)
             for i in nums:
                 xs[i] = wrap(_entered(s, xs[i]))
-            y = _out("grad", s, f(*xs))
+            y = _out("grad", s, f(*xs, **kwargs))
             if y.shape != () or y.dtype.kind == "c":
                 raise NonScalarGrad("grad", "a function returning a real scalar", f"shape {list(y.shape)} {y.dtype}")
             wrt = [xs[i].tensor for i in nums]
@@ -112,11 +125,16 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = Non
 def grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = None) -> Callable[..., Any]:
     """The gradient of f (a real scalar) with respect to the arguments at ``argnums``."""
     both = value_and_grad(f, argnums, argnum=argnum)
-    return lambda *args: both(*args)[1]
+    return lambda *args, **kwargs: both(*args, **kwargs)[1]
 
 
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
-    """(f(*primals), its derivative along ``tangents``): forward mode."""
+    """(f(*primals), its derivative along ``tangents``): forward mode. ``primals`` and
+    ``tangents`` are tuples (or lists), one entry per argument of f, a tangent of its primal's
+    shape and dtype."""
+    for what, given in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(given, (tuple, list)):
+            raise InvalidArgument("jvp", f"{what} as a tuple, one per argument of f (e.g. (x,))", type(given).__name__)
     if len(primals) != len(tangents):
         raise InvalidArgument("jvp", f"one tangent per primal ({len(primals)})", f"{len(tangents)}")
 
@@ -124,7 +142,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) 
         xs = [_entered(s, p) for p in primals]
         y = _out("jvp", s, f(*[wrap(x) for x in xs]))
         dtypes = [x.dtype for x in xs]
-        ts = [lift(s, t, d) for t, d in zip(tangents, dtypes)]
+        ts = [lift(s, t, _checked_dtype("jvp", "a tangent of its primal's", t, d)) for t, d in zip(tangents, dtypes)]
         for t, x in zip(ts, xs):
             if t.shape != x.shape:
                 raise InvalidArgument("jvp", f"a tangent of its primal's shape {list(x.shape)}", f"{list(t.shape)}")
@@ -138,7 +156,9 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) 
 
 def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tuple]]:
     """(f(*primals), pullback): pullback(ȳ) is the tuple of cotangents of the primals, the
-    adjoint of the JVP under Re⟨·,·⟩."""
+    adjoint of the JVP under Re⟨·,·⟩; ȳ has the output's shape and dtype. Called inside a
+    session of its runtime, the pullback gives arrays of it; anywhere else (after the transform
+    that made it returned too: it keeps the tape it needs), NumPy data."""
 
     def body(s: EagerSession, nested: bool) -> tuple[Any, Callable[[Any], tuple]]:
         rt = s.runtime
@@ -147,12 +167,12 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
 
         def pullback(ct: Any) -> tuple:
             def pull(s2: EagerSession, inner: bool) -> tuple:
-                cot = lift(s2, ct, y.dtype)
+                cot = lift(s2, ct, _checked_dtype("vjp", "a cotangent of the output's", ct, y.dtype))
                 if cot.shape != y.shape:
                     raise InvalidArgument("vjp", f"a cotangent of the output's shape {list(y.shape)}",
                                           f"{list(cot.shape)}")
                 cts = rt.vjp_optional(s2.engine, y, xs, cot) if y.is_tracked else [None] * len(xs)
-                return tuple(_result(c if c is not None else s2.zeros(x.shape, x.dtype), nested)
+                return tuple(_result(c if c is not None else s2.zeros(x.shape, x.dtype), inner)
                              for c, x in zip(cts, xs))
 
             inner_session = current_session()

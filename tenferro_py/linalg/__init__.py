@@ -986,3 +986,10 @@ def norm(s, x, ord):
     if x.ndim == 1:
         return s.reduce_sum(s.abs(x)) if ord == 1 else extremum(s.abs(x))
     return extremum(s.reduce_sum(s.abs(x), axes=(0,) if abs(ord) == 1 else (1,)))  # columns for ±1, rows for ±∞
+
+
+# --- more decompositions, in modules of their own (they register into _RULES) ------------------
+
+from .cholesky import cholesky_p  # noqa: E402,F401
+from .determinants import det_p, slogdet_p  # noqa: E402,F401
+from .least_squares import lstsq  # noqa: E402,F401

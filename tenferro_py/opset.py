@@ -372,11 +372,12 @@ class OpSet:
 
     # --- einsum ---------------------------------------------------------------
 
-    def einsum(self, operands: Sequence[EagerTensor], subscripts: str) -> EagerTensor:
-        """Einstein summation, e.g. ``einsum([a, b], "ij,jk->ik")``; ``"xyxy->"`` is a trace."""
+    def einsum(self, operands: Sequence[EagerTensor], subscripts: str, optimize: object = "auto") -> EagerTensor:
+        """Einstein summation, e.g. ``einsum([a, b], "ij,jk->ik")``; ``"xyxy->"`` is a trace. ``optimize``
+        (numpy.einsum's): the order of pairwise contractions, opt_einsum's 'auto' path by default."""
         if not isinstance(operands, (list, tuple)) or not operands:
             raise InvalidArgument("einsum", "a non-empty list of operands", repr(operands))
-        return _einsum.contract(self, [self._operand("einsum", x) for x in operands], subscripts)
+        return _einsum.contract(self, [self._operand("einsum", x) for x in operands], subscripts, optimize)
 
 
 

@@ -205,14 +205,20 @@ class OpSet:
         return self.abs(self._real_operand("fabs", x))
 
     def deg2rad(self, x: EagerTensor) -> EagerTensor:
-        """Degrees to radians, of a real tensor."""
+        """Degrees to radians, of a real tensor: x times the nearest number to π/180."""
         return self.scale_real(self._real_operand("deg2rad", x), math.pi / 180.0)
 
     def rad2deg(self, x: EagerTensor) -> EagerTensor:
-        """Radians to degrees, of a real tensor."""
+        """Radians to degrees, of a real tensor: x times the nearest number to 180/π."""
         return self.scale_real(self._real_operand("rad2deg", x), 180.0 / math.pi)
 
-    radians, degrees = deg2rad, rad2deg
+    def radians(self, x: EagerTensor) -> EagerTensor:
+        """:meth:`deg2rad`."""
+        return self.scale_real(self._real_operand("radians", x), math.pi / 180.0)
+
+    def degrees(self, x: EagerTensor) -> EagerTensor:
+        """:meth:`rad2deg`."""
+        return self.scale_real(self._real_operand("degrees", x), 180.0 / math.pi)
 
     def logaddexp(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
         """log(exp(a) + exp(b)) of two real tensors, without overflow; its derivative is the softmax

@@ -495,8 +495,9 @@ sign = RULES.define(
 
 
 def _nonzero(s, y):
-    """|z| + tiny: the same numbers, but z/(|z| + tiny) is 0 at z = 0 (sign(0) = 0)."""
-    return s.add(y, s.constant_from(Tensor.adopt(np.full(y.shape, np.finfo(y.dtype).tiny, y.dtype))))
+    """|z| where it is nonzero and 1 at z = 0, where z/that is then 0 (sign(0) = 0); unlike |z| + tiny,
+    exact at every nonzero |z|, however small."""
+    return s.where(s.bind(zero_mask, y)[0], full_like(s, y, 1), y)
 
 
 def _abs_jvp(s, tangents, primals, outputs):
@@ -582,7 +583,7 @@ ceil = _constant_for_ad("ceil", np.ceil)
 
 
 def _unit_phase(s, z):
-    """(z/|z|, |z|) with |z| read as the tiniest normal number at z = 0, where z/|z| is then 0."""
+    """(z/|z|, |z|) with |z| read as 1 at z = 0, where z/|z| is then 0."""
     r = _nonzero(s, s.abs(z))
     return s.div(z, lift_real(s, r, z)), r
 

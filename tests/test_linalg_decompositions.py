@@ -156,9 +156,28 @@ def test_det_at_every_scale(rt, eng):
                                atol=1e-300)
 
 
-def test_det_second_derivative_at_a_singular_matrix_is_a_clear_error():
+def test_det_second_derivative_at_a_singular_matrix():
+    """Exact for n ≤ 2 (adj is linear there); for n ≥ 3 it needs A⁻¹: a clear error at a singular A."""
+    check_grads(lambda s, x: s.det(x), [np.array([[1.0, 2.0], [2.0, 4.0]])], order=3)
+    check_grads(lambda s, x: s.det(x), [np.zeros((2, 2))], order=3)
     with pytest.raises(LinalgError, match="det: expected a nonsingular matrix for second and higher derivatives"):
-        check_grads(lambda s, x: s.det(x), [np.array([[1.0, 2.0], [2.0, 4.0]])], order=2)
+        check_grads(lambda s, x: s.det(x), [np.diag([1.0, 2.0, 0.0])], order=2)
+
+
+@pytest.mark.parametrize("a", [
+    [[50.0, -30.0, 45.0], [-30.0, 90.0, -81.0], [45.0, -81.0, 81.0]],  # JAX's corank-1 case
+    [[36.0, -42.0, 18.0], [-42.0, 49.0, -21.0], [18.0, -21.0, 9.0]],  # JAX's corank-2 case: gradient 0
+    np.zeros((3, 3)), np.zeros((1, 1)),  # JAX's "no NaN at a zero matrix"
+])
+def test_jax_det_cases_at_singular_matrices(rt, eng, a):
+    a = np.array(a)
+    got = gradient(rt, eng, lambda s, x: s.det(x), a)
+    np.testing.assert_allclose(got, cofactor_adjugate(a).T, atol=1e-15 * np.linalg.norm(a) ** 2)
+    check_grads(lambda s, x: s.det(x), [a], order=1)
+
+
+def test_jax_det_of_a_stack_of_one_by_one():
+    check_grads(lambda s, x: s.reduce_sum(s.det(x)), [np.ones((16, 1, 1))], order=2)
 
 
 def test_slogdet_of_a_singular_matrix(rt, eng):

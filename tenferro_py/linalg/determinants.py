@@ -8,7 +8,7 @@ det's derivative is tr(adj(A) dA), with the adjugate adj(A) = det(U Vᴴ) V diag
 the SVD A = U S Vᴴ: a product of n − 1 singular values, never a quotient, so it is exact at a
 singular matrix too (nonzero at rank n − 1, zero below). The adjugate's own derivative (det's
 second) is tr(A⁻¹ dA) adj(A) − A⁻¹ dA adj(A), which needs A⁻¹: at a singular matrix asking for it
-is a LinalgError naming det.
+is a LinalgError naming det (for n ≤ 2, where adj is linear, it is exact everywhere).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import numpy as np
 
 from ..errors import LinalgError
 from ..ops.elementwise import cj, lift_real, real_dtype, times_i
-from ..rules import vjp_from_linear_jvp
-from ..tensor import Aval
+from ..tensor import Aval, Tensor
 from . import _RULES, _check_finite, _square_abstract, inv_p, svd_p
 
 
@@ -120,10 +119,33 @@ _DET_PURPOSE = "second and higher derivatives of det (its first is exact at any 
 
 
 def _adjugate_jvp(s, tangents, primals, outputs):
-    """d adj(A) = tr(A⁻¹ dA) adj(A) − A⁻¹ dA adj(A)."""
+    """d adj(A) = tr(X dA) adj(A) − X dA adj(A), X = A⁻¹; for n ≤ 2, where adj is constant or linear
+    (adj(A) = tr(A) I − A), its exact derivative at every A."""
     (da,), (a,), (adj,) = tangents, primals, outputs
+    n = a.shape[0]
+    if n < 2:
+        return (None,)
+    if n == 2:
+        return (s.sub(s.einsum([s.einsum([da], "ii->"), _eye(s, a)], ",ij->ij"), da),)
     x = s.einsum([_inverse(s, a, "det", _DET_PURPOSE), da], "ij,jk->ik")
     return (s.sub(s.einsum([s.einsum([x], "ii->"), adj], ",ij->ij"), s.einsum([x, adj], "ij,jk->ik")),)
+
+
+def _adjugate_vjp(s, cotangents, primals, outputs, needs):
+    """The JVP's transpose: Ā = k Xᴴ − Xᴴ Ḡ adj(A)ᴴ with k = Σ Ḡ ∘ conj(adj(A)) (n = 2: tr(Ḡ) I − Ḡ)."""
+    (g,), (a,), (adj,) = cotangents, primals, outputs
+    n = a.shape[0]
+    if n < 2:
+        return (None,)
+    if n == 2:
+        return (s.sub(s.einsum([s.einsum([g], "ii->"), _eye(s, a)], ",ij->ij"), g),)
+    x_h = s.transpose(cj(s, _inverse(s, a, "det", _DET_PURPOSE)), (1, 0))
+    k = s.einsum([g, cj(s, adj)], "ij,ij->")
+    return (s.sub(s.einsum([k, x_h], ",ij->ij"), s.einsum([x_h, g, cj(s, adj)], "ai,ij,bj->ab")),)
+
+
+def _eye(s, a):
+    return s.constant_from(Tensor.adopt(np.eye(a.shape[0], dtype=a.dtype)))
 
 
 adjugate_p = _RULES.define(
@@ -131,7 +153,7 @@ adjugate_p = _RULES.define(
     lambda a: (Aval(a.shape, a.dtype),),
     _adjugate_impl,
     _adjugate_jvp,
-    vjp_from_linear_jvp(_adjugate_jvp),
+    _adjugate_vjp,
     cost=lambda in_avals, out_avals, params: 12.0 * in_avals[0].shape[0] ** 3,
 )
 

@@ -51,8 +51,10 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.ImportFrom) and node.level > 0:
             base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
             target = ".".join(base + ([node.module] if node.module else []))
-            if node.module is None:  # from . import x, y
-                found.update(".".join(base + [alias.name]) for alias in node.names)
+            if node.module is None:  # from . import x, y: submodules, or names of the package itself
+                for alias in node.names:
+                    path = PACKAGE.joinpath(*base, alias.name)
+                    found.add(".".join(base + [alias.name] if path.with_suffix(".py").exists() or path.is_dir() else base))
             else:
                 found.add(target)
     return {m for m in found if m}

@@ -54,7 +54,8 @@ def _imports(path: Path) -> set[str]:
             if node.module is None:  # from . import x, y: submodules, or names of the package itself
                 for alias in node.names:
                     path = PACKAGE.joinpath(*base, alias.name)
-                    found.add(".".join(base + [alias.name] if path.with_suffix(".py").exists() or path.is_dir() else base))
+                    is_module = path.with_suffix(".py").exists() or path.is_dir()
+                    found.add(".".join(base + [alias.name] if is_module else base))
             else:
                 found.add(target)
     return {m for m in found if m}

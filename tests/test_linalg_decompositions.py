@@ -291,6 +291,10 @@ def test_lstsq_errors(run):
         run(lambda s: s.lstsq(tf.Tensor(np.ones((2, 3, 3))), tf.Tensor(np.ones(3))))
     with pytest.raises(ShapeMismatch, match="lstsq: expected b of shape"):
         run(lambda s: s.lstsq(tf.Tensor(np.ones((4, 3))), tf.Tensor(np.ones(3))))
+    with pytest.raises(InvalidArgument, match="lstsq: expected rcond: a real number"):
+        run(lambda s: s.lstsq(tf.Tensor(np.ones((3, 3))), tf.Tensor(np.ones(3)), "warn"))
+    with pytest.raises(tf.errors.DTypeMismatch, match="lstsq: expected a and b of one dtype"):
+        run(lambda s: s.lstsq(tf.Tensor(np.ones((3, 3))), tf.Tensor(np.ones(3, complex))))
 
 
 @pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (0, 3, 3)])

@@ -27,9 +27,8 @@ from . import _RULES, _check_finite, _square_abstract, inv_p, svd_p
 def _inverse_impl(a, op, purpose):
     try:
         return inv_p.impl(a)
-    except LinalgError:
-        raise LinalgError(op, f"a nonsingular matrix for {purpose}", "a singular one (LAPACK getrf met a zero pivot)"
-                          ) from None
+    except LinalgError as err:
+        raise LinalgError(op, f"a nonsingular matrix for {purpose}", err.got) from None
 
 
 _INV_RULE = _RULES.get("inv")
@@ -132,7 +131,8 @@ def _adjugate_jvp(s, tangents, primals, outputs):
 
 
 def _adjugate_vjp(s, cotangents, primals, outputs, needs):
-    """The JVP's transpose: Ā = k Xᴴ − Xᴴ Ḡ adj(A)ᴴ with k = Σ Ḡ ∘ conj(adj(A)) (n = 2: tr(Ḡ) I − Ḡ)."""
+    """The JVP's transpose: Ā = k Xᴴ − Xᴴ Ḡ adj(A)ᴴ with k = Σ Ḡ ∘ conj(adj(A)) (for n = 2,
+    tr(Ḡ) I − Ḡ)."""
     (g,), (a,), (adj,) = cotangents, primals, outputs
     n = a.shape[0]
     if n < 2:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DTypeMismatch, LinalgError, ShapeMismatch
+from ..errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
 from ..ops.elementwise import cj
-from ..tensor import Aval, Tensor
+from ..tensor import Aval, Tensor, is_real_number
 from . import _RULES
 
 
@@ -62,7 +62,9 @@ def lstsq(s, a, b, rcond):
     _check(a, b)
     m, n = a.shape
     k = min(m, n)
-    sv = s.svd(a)[1]
+    if rcond is not None and not is_real_number(rcond):
+        raise InvalidArgument("lstsq", "rcond: a real number or None", repr(rcond))
+    u, sv, vt = s.svd(a)
     values = sv.value().to_numpy()
     eps = float(np.finfo(values.dtype).eps)
     ratio = eps * max(m, n) if rcond is None else (eps if rcond < 0 else float(rcond))  # < 0: LAPACK's "eps"
@@ -75,9 +77,9 @@ def lstsq(s, a, b, rcond):
         q, r = s.qr(_adjoint(s, a))
         x = _product(s, q, s.solve(_adjoint(s, r), b))
     else:
-        u, values, vt = np.linalg.svd(a.value().to_numpy(), full_matrices=False)
         kept = values > cutoff
-        pseudo_inverse = (vt[kept].conj().T / values[kept]) @ u[:, kept].conj().T
+        u, vt = u.value().to_numpy()[:, kept], vt.value().to_numpy()[kept]
+        pseudo_inverse = (vt.conj().T / values[kept]) @ u.conj().T
         x = _product(s, s.constant_from(Tensor.adopt(pseudo_inverse.astype(a.dtype))), b)
         if rank < k and a.is_tracked:
             x = s.add(x, s.bind(refused_derivative_p, a, shape=x.shape, dtype=x.dtype, op="lstsq",

@@ -140,6 +140,13 @@ def test_angle_derivative(rt, eng):
     np.testing.assert_array_equal(grads(rt, eng, "angle", np.array([-1.0, 2.0]))[0], [0.0, 0.0])  # real: 0 or π
 
 
+def test_abs_derivative_at_tiny_complex_numbers(rt, eng):
+    """z/|z| with |z| read exactly (it was |z| + 2.2e-308: off by 1e-8 relative at |z| = 1e-300)."""
+    z = np.array([1e-300 * (1 - 2j), 3e-306 + 4e-306j, 1 + 1j, 0j])
+    expected = np.where(z == 0, 0, z / np.where(z == 0, 1, np.abs(z)))
+    np.testing.assert_allclose(grads(rt, eng, "abs", z)[0], expected, rtol=1e-15, atol=0)
+
+
 # --- logaddexp -------------------------------------------------------------------------------------
 
 SPECIAL = [-np.inf, -1e308, -745.0, -1.0, 0.0, 1.0, 1e308, np.inf]

@@ -1,9 +1,10 @@
-"""Run autograd's own tests/test_numpy.py against tenferro_py.numpy.
+"""Run autograd's own tests/test_numpy.py (and others) against tenferro_py.numpy.
 
-    python bench/autograd_numpy_tests.py [--sdist autograd-X.tar.gz] [--keep DIR]
+    python bench/autograd_numpy_tests.py [--sdist autograd-X.tar.gz] [--keep DIR] [--file test_linalg.py ...]
 
 Downloads autograd's source distribution from PyPI (``pip download``; or takes a local one),
-extracts tests/test_numpy.py and tests/numpy_utils.py into a scratch folder, points their imports
+extracts tests/test_numpy.py (or the ``--file`` ones: test_scalar_ops.py and test_linalg.py run
+too) and tests/numpy_utils.py into a scratch folder, points their imports
 at ``tenferro_py.numpy`` (``autograd.numpy`` → ``tenferro_py.numpy``, ``autograd.numpy.random`` →
 ``numpy.random``, ``grad`` → ``tenferro_py.numpy.grad``) and their ``check_grads``/``combo_check``
 at the adapter below, runs them with pytest, and sorts the outcomes: passed; failed because
@@ -13,7 +14,8 @@ tenferro_py.numpy has no such function (NumPy names it does not provide); failed
 The adapter keeps autograd's calling conventions: ``check_grads(fun, modes, order)(*args)`` checks
 every argument (or those of ``argnum``), and ``combo_check(fun, argnums)(*arg_lists, **kwarg_lists)``
 every combination, each by :func:`tenferro_py.numpy.check_grads` (JVP and VJP against central
-differences).
+differences); a function returning a tuple (autograd's ``tuple`` container) is checked on its
+outputs raveled and joined.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ def _check(fun, args, argnums, modes, order, kwargs):
         full = list(fixed)
         for i, w in zip(argnums, wanted):
             full[i] = w
-        return fun(*full, **kwargs)
+        out = fun(*full, **kwargs)
+        return tnp.concatenate([tnp.ravel(o) for o in out]) if isinstance(out, tuple) else out
 
     tnp.check_grads(of_wanted, [onp.asarray(args[i], dtype=complex if onp.iscomplexobj(args[i]) else float)
                                 for i in argnums], modes=tuple(modes), order=order, h=1e-6, rtol=1e-5, atol=1e-7)
@@ -73,20 +76,21 @@ REWRITES = [
     (r"^import autograd\.numpy as np$", "import tenferro_py.numpy as np"),
     (r"^from autograd\.test_util import (.*)$", r"from tenferro_adapter import \1"),
     (r"^from autograd import grad$", "from tenferro_py.numpy import grad"),
+    (r"^from autograd import tuple$", ""),  # autograd's tuple container: the built-in one here
 ]
 
 
-def prepare(sdist: Path, folder: Path) -> Path:
+def prepare(sdist: Path, folder: Path, files: list[str]) -> list[Path]:
     with tarfile.open(sdist) as archive:
         for member in archive.getmembers():
             name = Path(member.name).name
-            if member.name.endswith(("tests/test_numpy.py", "tests/numpy_utils.py")):
+            if member.name.endswith(tuple(f"tests/{f}" for f in files + ["numpy_utils.py"])):
                 text = archive.extractfile(member).read().decode()
                 for pattern, replacement in REWRITES:
                     text = re.sub(pattern, replacement, text, flags=re.MULTILINE)
                 (folder / name).write_text(text)
     (folder / "tenferro_adapter.py").write_text(ADAPTER)
-    return folder / "test_numpy.py"
+    return [folder / f for f in files]
 
 
 def download(into: Path) -> Path:
@@ -99,18 +103,20 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sdist", type=Path, help="a local autograd source distribution (default: from PyPI)")
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it")
+    parser.add_argument("--file", action="append", help="a test file of autograd's tests/ (default: test_numpy.py)")
     args = parser.parse_args(argv)
+    files = args.file or ["test_numpy.py"]
     folder = args.keep or Path(tempfile.mkdtemp(prefix="autograd_tests_"))
     folder.mkdir(parents=True, exist_ok=True)
     sdist = args.sdist or download(folder)
-    test_file = prepare(sdist, folder)
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", str(test_file)],
+    test_files = prepare(sdist, folder, files)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *map(str, test_files)],
                          capture_output=True, text=True, cwd=folder, env={**os.environ, "COLUMNS": "400"})
     passed = re.findall(r"^PASSED \S+::(\S+)", run.stdout, re.MULTILINE)
     failed = re.findall(r"^FAILED \S+::(\S+) - (.*)$", run.stdout, re.MULTILINE)
     missing = [(t, m) for t, m in failed if "has no attribute" in m]
     other = [(t, m) for t, m in failed if "has no attribute" not in m]
-    print(f"autograd {sdist.name}: tests/test_numpy.py against tenferro_py.numpy")
+    print(f"autograd {sdist.name}: tests/{', tests/'.join(files)} against tenferro_py.numpy")
     print(f"  passed {len(passed)}; failed for a missing function {len(missing)}; failed otherwise {len(other)}")
     names = sorted({m.split("attribute ")[-1].strip("'\"") for _, m in missing})
     if names:

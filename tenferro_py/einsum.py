@@ -306,16 +306,66 @@ class Pairwise:
         )
 
 
+AUTO = ("auto", None)
+
+
+def check_optimize(optimize: object, count: int) -> tuple:
+    """numpy.einsum's ``optimize`` for ``count`` operands, as a plan request (kind, argument): an
+    opt_einsum strategy and its memory limit (True is 'greedy', as in NumPy; a (strategy, limit)
+    pair limits the intermediates' size, as in NumPy), or an explicit path ("path", steps): NumPy's
+    ['einsum_path', (i, j), ...] or a bare list of steps, each a tuple of positions in the list of
+    operands left, checked; False (NumPy's unoptimised einsum) is the one step of all operands."""
+    expected = ("optimize: False, True, a strategy name ('greedy', 'optimal' or another of opt_einsum's), a "
+                "(strategy, memory limit) pair, or a path ['einsum_path', (i, j), ...]")
+
+    def strategy(name: object) -> bool:
+        try:
+            return isinstance(name, str) and name != "einsum_path" and bool(opt_einsum.paths.get_path_fn(name))
+        except KeyError:
+            return False
+
+    if optimize is False:
+        return ("path", (tuple(range(count)),))
+    if optimize is True:
+        return ("greedy", None)
+    if strategy(optimize):
+        return (optimize, None)
+    if not isinstance(optimize, (list, tuple)):
+        raise InvalidArgument("einsum", expected, repr(optimize))
+    if len(optimize) == 2 and strategy(optimize[0]):
+        limit = optimize[1]
+        if not isinstance(limit, (int, np.integer)) or isinstance(limit, bool) or limit < 1:
+            raise InvalidArgument("einsum", "a memory limit: an int >= 1 (the largest intermediate's size)",
+                                  repr(limit))
+        return (optimize[0], int(limit))
+    steps = list(optimize[1:]) if optimize and optimize[0] == "einsum_path" else list(optimize)
+    left = count
+    for step in steps:
+        if (not isinstance(step, (list, tuple)) or not step or len(set(step)) != len(step)
+                or not all(isinstance(i, (int, np.integer)) and 0 <= i < left for i in step)):
+            raise InvalidArgument("einsum", f"a path whose steps are tuples of distinct positions among the {left} "
+                                            "operands left", f"step {step!r} of {optimize!r}")
+        left -= len(step) - 1
+    if left != 1:
+        raise InvalidArgument("einsum", f"a path that contracts all {count} operands into one",
+                              f"{left} left after {optimize!r}")
+    return ("path", tuple(tuple(int(i) for i in step) for step in steps))
+
+
 @functools.lru_cache(maxsize=4096)
 def pairwise_steps(
-    inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]
+    inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...], optimize: tuple = AUTO
 ) -> tuple[tuple[tuple[int, ...], tuple[str, ...], str], ...]:
-    """opt_einsum's path as steps (positions to pop, their subscripts, result subscript), cached.
+    """The steps of the path ``optimize`` asks for (:func:`check_optimize`; opt_einsum's 'auto' by
+    default) as (positions to pop, their subscripts, result subscript), cached.
 
     Each step pops the operands at ``positions`` (in that order) from the list of
     remaining operands and appends their contraction.
     """
-    _, info = opt_einsum.contract_path(",".join(inputs) + "->" + output, *shapes, shapes=True, optimize="auto")
+    kind, argument = optimize
+    path = [tuple(step) for step in argument] if kind == "path" else kind
+    _, info = opt_einsum.contract_path(",".join(inputs) + "->" + output, *shapes, shapes=True, optimize=path,
+                                       memory_limit=None if kind == "path" else argument)
     steps = []
     for positions, _, spec, _, _ in info.contraction_list:
         lhs, rhs = spec.split("->")
@@ -323,14 +373,16 @@ def pairwise_steps(
     return tuple(steps)
 
 
-def contract(s, operands: list, subscripts: object):
+def contract(s, operands: list, subscripts: object, optimize: object = "auto"):
     """The einsum of ``operands`` (a session's tensors) in session ``s``: one primitive for one or two
-    operands, else the pairwise contractions of opt_einsum's path, one primitive each."""
+    operands, else the pairwise contractions of the path ``optimize`` asks for (numpy.einsum's
+    argument, :func:`check_optimize`; opt_einsum's 'auto' by default), one primitive each."""
     inputs, output = parse(subscripts, [x.shape for x in operands])
+    plan_request = check_optimize(optimize, len(operands))
     xs = list(operands)
     if len(xs) <= 2:
         return s.bind(einsum_p, *xs, inputs=inputs, output=output)[0]
-    for positions, ins, out in pairwise_steps(inputs, output, tuple(x.shape for x in xs)):
+    for positions, ins, out in pairwise_steps(inputs, output, tuple(x.shape for x in xs), plan_request):
         picked = [xs.pop(p) for p in positions]
         xs.append(s.bind(einsum_p, *picked, inputs=ins, output=out)[0])
     return xs[0]

@@ -163,6 +163,68 @@ class OpSet:
         """exp(x) − 1, accurate for small x."""
         return self.bind(_ew.expm1, x)[0]
 
+    def arcsinh(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.arcsinh, x)[0]
+
+    def arccosh(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.arccosh, x)[0]
+
+    def arctanh(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.arctanh, x)[0]
+
+    def exp2(self, x: EagerTensor) -> EagerTensor:
+        """2**x (exact at integers, as NumPy's)."""
+        return self.bind(_ew.exp2, x)[0]
+
+    def log2(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.log2, x)[0]
+
+    def log10(self, x: EagerTensor) -> EagerTensor:
+        return self.bind(_ew.log10, x)[0]
+
+    def angle(self, x: EagerTensor) -> EagerTensor:
+        """The argument of x in radians, real (0 or π for a real x); its derivative at 0 is taken as 0."""
+        return self.bind(_ew.angle, x)[0]
+
+    def floor(self, x: EagerTensor) -> EagerTensor:
+        """Rounded down, of a real tensor; piecewise constant, so its derivative is zero."""
+        return self.bind(_ew.floor, x)[0]
+
+    def ceil(self, x: EagerTensor) -> EagerTensor:
+        """Rounded up, of a real tensor; piecewise constant, so its derivative is zero."""
+        return self.bind(_ew.ceil, x)[0]
+
+    def _real_operand(self, op: str, x: object) -> EagerTensor:
+        """x, checked to be real (DTypeMismatch naming ``op`` otherwise)."""
+        x = self._operand(op, x)
+        _ew.real_only(op)(x)  # reads x's dtype alone
+        return x
+
+    def fabs(self, x: EagerTensor) -> EagerTensor:
+        """|x| of a real tensor (NumPy's fabs; :meth:`abs` also takes complex ones)."""
+        return self.abs(self._real_operand("fabs", x))
+
+    def deg2rad(self, x: EagerTensor) -> EagerTensor:
+        """Degrees to radians, of a real tensor: x times the nearest number to π/180."""
+        return self.scale_real(self._real_operand("deg2rad", x), math.pi / 180.0)
+
+    def rad2deg(self, x: EagerTensor) -> EagerTensor:
+        """Radians to degrees, of a real tensor: x times the nearest number to 180/π."""
+        return self.scale_real(self._real_operand("rad2deg", x), 180.0 / math.pi)
+
+    def radians(self, x: EagerTensor) -> EagerTensor:
+        """:meth:`deg2rad`."""
+        return self.scale_real(self._real_operand("radians", x), math.pi / 180.0)
+
+    def degrees(self, x: EagerTensor) -> EagerTensor:
+        """:meth:`rad2deg`."""
+        return self.scale_real(self._real_operand("degrees", x), 180.0 / math.pi)
+
+    def logaddexp(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        """log(exp(a) + exp(b)) of two real tensors, without overflow; its derivative is the softmax
+        weights (½ each where a and b are one infinity)."""
+        return self.bind(_ew.logaddexp, a, b)[0]
+
     def integer_pow(self, x: EagerTensor, n: int) -> EagerTensor:
         """x**n for an int n (any x; n < 0 as 1/x**|n|)."""
         if not is_integer(n):
@@ -316,11 +378,12 @@ class OpSet:
 
     # --- einsum ---------------------------------------------------------------
 
-    def einsum(self, operands: Sequence[EagerTensor], subscripts: str) -> EagerTensor:
-        """Einstein summation, e.g. ``einsum([a, b], "ij,jk->ik")``; ``"xyxy->"`` is a trace."""
+    def einsum(self, operands: Sequence[EagerTensor], subscripts: str, optimize: object = "auto") -> EagerTensor:
+        """Einstein summation, e.g. ``einsum([a, b], "ij,jk->ik")``; ``"xyxy->"`` is a trace. ``optimize``
+        (numpy.einsum's): the order of pairwise contractions, opt_einsum's 'auto' path by default."""
         if not isinstance(operands, (list, tuple)) or not operands:
             raise InvalidArgument("einsum", "a non-empty list of operands", repr(operands))
-        return _einsum.contract(self, [self._operand("einsum", x) for x in operands], subscripts)
+        return _einsum.contract(self, [self._operand("einsum", x) for x in operands], subscripts, optimize)
 
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from . import linalg as _linalg
 from .errors import InvalidArgument, SessionEnded, ShapeMismatch
 from .opset import OpSet
@@ -235,6 +237,61 @@ class EagerSession(OpSet):
         'nuc', ±2, ±1, ±inf), a real scalar; see :func:`tenferro_py.linalg.norm` for the derivatives
         where the norm has none (at 0, at ties)."""
         return _linalg.norm(self, self._operand("norm", x), ord)
+
+    def det(self, x: EagerTensor) -> EagerTensor:
+        """The determinant of a square matrix (or of each of a stack), by LU; its derivative
+        tr(adj(A) dA) is exact at a singular matrix too (the second asks for A⁻¹)."""
+        (d,) = self._square_op("det", _linalg.det_p, x)
+        return d
+
+    def slogdet(self, x: EagerTensor) -> tuple[EagerTensor, EagerTensor]:
+        """(sign, log|det|) of a square matrix (or of each of a stack), as numpy.linalg.slogdet; the
+        derivative at a singular matrix (sign 0) is infinite, and asking for it is a LinalgError."""
+        sign, logabs = self._square_op("slogdet", _linalg.slogdet_p, x)
+        return sign, logabs
+
+    def cholesky(self, x: EagerTensor) -> EagerTensor:
+        """L (lower, real positive diagonal) with L Lᴴ the Hermitian part (x + xᴴ)/2 of a square
+        matrix (or of each of a stack); one that is not positive definite is a LinalgError."""
+        (low,) = self._square_op("cholesky", _linalg.cholesky_p, x)
+        return low
+
+    def _square_op(self, op: str, prim: Any, x: object) -> tuple:
+        matrices = self._operand(op, x)
+        _check_matrices(op, matrices, square=True)
+        return _linalg.bind_batched(self, op, prim, [matrices], [2])
+
+    def eigvalsh(self, x: EagerTensor, derivative_eps: float | None = None) -> EagerTensor:
+        """The eigenvalues of :meth:`eigh` alone (ascending)."""
+        return self.eigh(x, derivative_eps)[0]
+
+    def svdvals(self, x: EagerTensor, derivative_eps: float | None = None) -> EagerTensor:
+        """The singular values of :meth:`svd` alone (descending)."""
+        return self.svd(x, derivative_eps)[1]
+
+    def lstsq(self, a: EagerTensor, b: EagerTensor, rcond: float | None = None) -> tuple:
+        """numpy.linalg.lstsq(a, b, rcond) → (x, residuals, rank, sv): a a matrix, b a vector or a
+        matrix; differentiable at full rank, see :func:`tenferro_py.linalg.lstsq`."""
+        return _linalg.lstsq(self, self._operand("lstsq", a), self._operand("lstsq", b), rcond)
+
+    def matrix_power(self, x: EagerTensor, n: int) -> EagerTensor:
+        """x**n for an int n by repeated squaring, of a square matrix (or of each of a stack):
+        x⁰ is the identity, n < 0 a power of inv(x)."""
+        x = self._operand("matrix_power", x)
+        _check_matrices("matrix_power", x, square=True)
+        if not is_integer(n) or isinstance(n, bool):
+            raise InvalidArgument("matrix_power", "an int exponent", repr(n))
+        if n == 0:
+            eye = self.constant_from(Tensor.adopt(np.eye(x.shape[-1], dtype=x.dtype)))
+            return self.broadcast_in_dim(eye, x.shape, (x.ndim - 2, x.ndim - 1))
+        base, power, result = (self.inv(x) if n < 0 else x), abs(int(n)), None
+        while True:
+            if power & 1:
+                result = base if result is None else self.einsum([result, base], "...ij,...jk->...ik")
+            power >>= 1
+            if not power:
+                return result
+            base = self.einsum([base, base], "...ij,...jk->...ik")
 
 
 def _check_matrices(op: str, x: EagerTensor, square: bool) -> None:

@@ -988,4 +988,9 @@ def norm(s, x, ord):
     return extremum(s.reduce_sum(s.abs(x), axes=(0,) if abs(ord) == 1 else (1,)))  # columns for ±1, rows for ±∞
 
 
-from . import complement  # noqa: E402,F401 (registers its op in the rule set)
+# --- more decompositions, in modules of their own (they register into _RULES) ------------------
+
+from . import complement  # noqa: E402,F401
+from .cholesky import cholesky_p  # noqa: E402,F401
+from .determinants import det_p, slogdet_p  # noqa: E402,F401
+from .least_squares import lstsq  # noqa: E402,F401

@@ -687,13 +687,16 @@ def squeeze(a: Any, axis: Any = None) -> Any:
     return reshape(x, tuple(n for i, n in enumerate(x.shape) if i not in axes))
 
 
-def einsum(subscripts: str, *operands_: Any) -> Any:
-    """NumPy's einsum (the operands promoted to one dtype)."""
+def einsum(subscripts: str, *operands_: Any, optimize: Any = None) -> Any:
+    """NumPy's einsum (the operands promoted to one dtype). ``optimize`` as NumPy's (False, True,
+    'greedy', 'optimal', (strategy, memory limit), or a path from einsum_path; also opt_einsum's
+    other strategies); None: opt_einsum's 'auto' path."""
     if not tracked(*operands_):
-        return np.einsum(subscripts, *operands_)
+        return np.einsum(subscripts, *operands_, **({} if optimize is None else {"optimize": optimize}))
     s = session("einsum")
     dtype = result_dtype(*operands_)
-    return wrap(s.einsum([lift(s, stack_nested(x), dtype) for x in operands_], subscripts))
+    return wrap(s.einsum([lift(s, stack_nested(x), dtype) for x in operands_], subscripts,
+                         "auto" if optimize is None else optimize))
 
 
 def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:

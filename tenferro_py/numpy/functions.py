@@ -48,6 +48,8 @@ from .array import (
 
 __all__ = [
     "abs", "absolute", "add", "amax", "amin", "arccos", "arcsin", "arctan", "array", "asarray", "broadcast_to",
+    "angle", "arccosh", "arcsinh", "arctanh", "ceil", "deg2rad", "degrees", "fabs", "floor", "logaddexp", "rad2deg",
+    "radians",
     "clip", "concatenate", "conj", "conjugate", "cos", "cosh", "cumsum", "diag", "diagonal", "divide", "dot",
     "einsum", "exp", "exp2", "expand_dims", "expm1", "eye", "flip", "fliplr", "flipud", "full", "hstack", "imag",
     "inner", "kron", "linspace", "log", "log10", "log1p", "log2", "matmul", "max", "maximum", "mean", "min",
@@ -88,16 +90,28 @@ conj = conjugate = _unary("conjugate", "conj")
 real, imag = _unary("real", "real"), _unary("imag", "imag")
 
 
-def log10(x: Any) -> Any:
-    return np.log10(x) if not tracked(x) else log(x) * (1.0 / math.log(10.0))
+exp2, log2, log10 = _unary("exp2", "exp2"), _unary("log2", "log2"), _unary("log10", "log10")
+arcsinh, arccosh, arctanh = _unary("arcsinh", "arcsinh"), _unary("arccosh", "arccosh"), _unary("arctanh", "arctanh")
+floor, ceil, fabs = _unary("floor", "floor"), _unary("ceil", "ceil"), _unary("fabs", "fabs")
+deg2rad, rad2deg = _unary("deg2rad", "deg2rad"), _unary("rad2deg", "rad2deg")
+radians, degrees = _unary("radians", "deg2rad"), _unary("degrees", "rad2deg")
 
 
-def log2(x: Any) -> Any:
-    return np.log2(x) if not tracked(x) else log(x) * (1.0 / math.log(2.0))
+def angle(z: Any, deg: bool = False) -> Any:
+    """NumPy's angle (in degrees when ``deg``); its derivative at 0 is taken as 0."""
+    if not tracked(z):
+        return np.angle(z, deg)
+    s = session("angle")
+    theta = s.angle(lift(s, z))
+    return wrap(s.rad2deg(theta) if deg else theta)
 
 
-def exp2(x: Any) -> Any:
-    return np.exp2(x) if not tracked(x) else exp(multiply(x, math.log(2.0)))
+def logaddexp(x1: Any, x2: Any) -> Any:
+    """NumPy's logaddexp (real), broadcast; its derivative is the softmax weights."""
+    if not tracked(x1, x2):
+        return np.logaddexp(x1, x2)
+    s, (a, b) = operands("logaddexp", x1, x2)
+    return wrap(s.logaddexp(a, b))
 
 
 def reciprocal(x: Any) -> Any:

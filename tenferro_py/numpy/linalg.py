@@ -1,4 +1,5 @@
-"""numpy.linalg's svd, eigh, qr, solve, inv and norm on tnp arrays, as the session's linalg ops.
+"""numpy.linalg's functions on tnp arrays (svd, eigh, qr, solve, inv, norm, det, slogdet, cholesky,
+lstsq, ...), as the session's linalg ops.
 
 Their rules are the session's (README, "The SVD and eigh rules"). ``svd`` returns (u, s, vh)
 as NumPy's: ``full_matrices=True`` (NumPy's default) completes a rectangular matrix's thin
@@ -9,7 +10,7 @@ of it is as good), so a derivative through it is refused (Unsupported, saying wh
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from . import functions as fn
 from .array import lift, result_dtype, session, tracked, value_of, wrap
 
 __all__ = ["eigh", "inv", "norm", "qr", "solve", "svd"]
+__all__ += ["cholesky", "det", "eigvalsh", "lstsq", "matrix_power", "slogdet", "svdvals"]
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
@@ -101,3 +103,69 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     if ord == np.inf:
         return fn.max(magnitude, axis, keepdims=keepdims)
     raise InvalidArgument("norm", "ord None, 1, 2 or inf for norms along an axis", repr(ord))
+
+
+def det(a: Any) -> Any:
+    """The determinant (of each of a stack); its derivative is exact at a singular matrix too."""
+    if not tracked(a):
+        return np.linalg.det(a)
+    s = session("det")
+    return wrap(s.det(lift(s, a)))
+
+
+class SlogdetResult(NamedTuple):
+    sign: Any
+    logabsdet: Any
+
+
+def slogdet(a: Any) -> Any:
+    """(sign, logabsdet), as NumPy's; the derivative at a singular matrix is a LinalgError."""
+    if not tracked(a):
+        return np.linalg.slogdet(a)
+    s = session("slogdet")
+    sign, logabs = s.slogdet(lift(s, a))
+    return SlogdetResult(wrap(sign), wrap(logabs))
+
+
+def cholesky(a: Any, /, *, upper: bool = False) -> Any:
+    """L with L Lᴴ = a (Lᴴ when ``upper``) for a Hermitian positive-definite a (its Hermitian part is
+    read; NumPy reads one triangle, the same for Hermitian input)."""
+    if not tracked(a):
+        return np.linalg.cholesky(a, upper=upper)
+    s = session("cholesky")
+    low = wrap(s.cholesky(lift(s, a)))
+    return fn.conj(fn.swapaxes(low, -1, -2)) if upper else low
+
+
+def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
+    """The eigenvalues (ascending) of a Hermitian matrix (its Hermitian part is read, as in eigh)."""
+    if not tracked(a):
+        return np.linalg.eigvalsh(a, UPLO)  # type: ignore[call-overload]
+    s = session("eigvalsh")
+    return wrap(s.eigvalsh(lift(s, a)))
+
+
+def svdvals(x: Any, /) -> Any:
+    """The singular values (descending)."""
+    if not tracked(x):
+        return np.linalg.svdvals(x)
+    s = session("svdvals")
+    return wrap(s.svdvals(lift(s, x)))
+
+
+def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
+    """(x, residuals, rank, s) as NumPy's; x differentiates at full rank (below it, in b only)."""
+    if not tracked(a, b):
+        return np.linalg.lstsq(a, b, rcond)
+    s = session("lstsq")
+    dtype = result_dtype(a, b)
+    x, residuals, rank, sv = s.lstsq(lift(s, a, dtype), lift(s, b, dtype), rcond)
+    return wrap(x), wrap(residuals), rank, wrap(sv)
+
+
+def matrix_power(a: Any, n: int) -> Any:
+    """a**n for an int n (of each of a stack), by repeated squaring; n < 0 through inv."""
+    if not tracked(a):
+        return np.linalg.matrix_power(a, n)
+    s = session("matrix_power")
+    return wrap(s.matrix_power(lift(s, a), n))

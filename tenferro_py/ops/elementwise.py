@@ -15,6 +15,8 @@ act on its factors.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import DTypeMismatch, InvalidArgument, ShapeMismatch
@@ -493,8 +495,9 @@ sign = RULES.define(
 
 
 def _nonzero(s, y):
-    """|z| + tiny: the same numbers, but z/(|z| + tiny) is 0 at z = 0 (sign(0) = 0)."""
-    return s.add(y, s.constant_from(Tensor.adopt(np.full(y.shape, np.finfo(y.dtype).tiny, y.dtype))))
+    """|z| where it is nonzero and 1 at z = 0, where z/that is then 0 (sign(0) = 0); unlike |z| + tiny,
+    exact at every nonzero |z|, however small."""
+    return s.where(s.bind(zero_mask, y)[0], full_like(s, y, 1), y)
 
 
 def _abs_jvp(s, tangents, primals, outputs):
@@ -543,3 +546,104 @@ convert = RULES.define(
     vjp=_convert_vjp,
     structured_rules=True,
 )
+
+
+# --- inverse hyperbolic functions, powers and logarithms of base 2 and 10, angle, rounding ---------
+# Each derivative is written with the op's output where that keeps it finite at every scale:
+# 1/√(1 + z²) as 1/cosh(arcsinh z) and 1/(√(z − 1)√(z + 1)) as 1/sinh(arccosh z) (the same
+# functions on the cut plane), which never square a large z.
+
+arcsinh = unary("arcsinh", np.arcsinh, lambda s, t, x, y: s.div(t, s.cosh(y)))
+arccosh = unary("arccosh", np.arccosh, lambda s, t, x, y: s.div(t, s.sinh(y)))
+arctanh = unary("arctanh", np.arctanh, lambda s, t, x, y: s.div(t, s.mul(one_minus(s, x), one_plus(s, x))))
+exp2 = unary("exp2", np.exp2, lambda s, t, x, y: s.mul(t, s.scale_real(y, math.log(2.0))))
+log2 = unary("log2", np.log2, lambda s, t, x, y: s.div(t, s.scale_real(x, math.log(2.0))))
+log10 = unary("log10", np.log10, lambda s, t, x, y: s.div(t, s.scale_real(x, math.log(10.0))))
+
+
+def real_only(op: str):
+    """Shape rule of an op NumPy defines for real dtypes only: x's aval, complex refused."""
+
+    def abstract(x: Aval, **params: object) -> tuple[Aval]:
+        if x.dtype.kind == "c":
+            raise DTypeMismatch(op, "a real tensor (float64 or float32)", str(x.dtype))
+        return (x,)
+
+    return abstract
+
+
+def _constant_for_ad(name: str, impl):
+    """A real elementwise op that is piecewise constant: its derivative is zero (None) everywhere."""
+    return RULES.define(name, real_only(name), lambda x: (impl(x),), jvp=lambda s, t, p, o: (None,),
+                        vjp=lambda s, c, p, o, needs: (None,), structured_rules=True)
+
+
+floor = _constant_for_ad("floor", np.floor)
+ceil = _constant_for_ad("ceil", np.ceil)
+
+
+def _unit_phase(s, z):
+    """(z/|z|, |z|) with |z| read as 1 at z = 0, where z/|z| is then 0."""
+    r = _nonzero(s, s.abs(z))
+    return s.div(z, lift_real(s, r, z)), r
+
+
+def _angle_jvp(s, tangents, primals, outputs):
+    # dθ = Im(conj(z) dz)/|z|², formed as Im(conj(z/|z|) dz)/|z| (no square; 0 at z = 0)
+    (t,), (z,) = tangents, primals
+    if z.dtype.kind != "c":
+        return (None,)
+    u, r = _unit_phase(s, z)
+    return (s.div(s.imag(s.mul(s.conj(u), t)), r),)
+
+
+def _angle_vjp(s, cotangents, primals, outputs, needs):
+    # z̄ = θ̄ · i z/|z|²: the adjoint of dz ↦ Im(conj(u) dz)/|z| under Re⟨·,·⟩
+    (ct,), (z,) = cotangents, primals
+    if z.dtype.kind != "c":
+        return (None,)
+    u, r = _unit_phase(s, z)
+    return (s.div(s.mul(times_i(s, ct), u), lift_real(s, r, z)),)
+
+
+# The argument of a complex number, real (0 or π for a real x, whose derivative is zero); at z = 0
+# NumPy's angle is 0 and its derivative is taken as 0, as abs's is.
+angle = RULES.define("angle", _real_part_aval, lambda x: (np.angle(x),), _angle_jvp, _angle_vjp,
+                     structured_rules=True)
+
+
+# 1 where a and b are infinities of one sign (their difference is NaN), else 0: a constant for AD.
+same_infinity = RULES.define(
+    "same_infinity",
+    _real_operands("same_infinity"),
+    lambda a, b: ((np.isinf(a) & (a == b)).astype(a.dtype),),
+    jvp=lambda s, t, p, o: (None,),
+    vjp=lambda s, c, p, o, needs: (None, None),
+    structured_rules=True,
+)
+
+
+def _logaddexp_weights(s, a, b):
+    """(σ(a − b), σ(b − a)), the softmax weights of a and b, each as exp(−logaddexp(0, other − own)):
+    finite at every pair, ½ each where a and b are one infinity."""
+    tie = s.bind(same_infinity, a, b)[0]
+    zero = _zeros_like(s, a)
+    a, b = s.where(tie, zero, a), s.where(tie, zero, b)
+    return (s.exp(s.neg(s.logaddexp(zero, s.sub(b, a)))), s.exp(s.neg(s.logaddexp(zero, s.sub(a, b)))))
+
+
+def _logaddexp_jvp(s, tangents, primals, outputs):
+    (da, db), (a, b) = tangents, primals
+    wa, wb = _logaddexp_weights(s, a, b)
+    return (s.accumulate(None if da is None else s.mul(da, wa), None if db is None else s.mul(db, wb)),)
+
+
+def _logaddexp_vjp(s, cotangents, primals, outputs, needs):
+    (ct,), (a, b) = cotangents, primals
+    wa, wb = _logaddexp_weights(s, a, b)
+    return (s.mul(ct, wa) if needs[0] else None, s.mul(ct, wb) if needs[1] else None)
+
+
+# log(exp(a) + exp(b)) by NumPy's kernel (max + log1p(exp(−|a − b|)): no overflow, exact at infinities).
+logaddexp = RULES.define("logaddexp", _real_operands("logaddexp"), lambda a, b: (np.logaddexp(a, b),),
+                         _logaddexp_jvp, _logaddexp_vjp, structured_rules=True)

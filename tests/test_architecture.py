@@ -51,8 +51,11 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.ImportFrom) and node.level > 0:
             base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
             target = ".".join(base + ([node.module] if node.module else []))
-            if node.module is None:  # from . import x, y
-                found.update(".".join(base + [alias.name]) for alias in node.names)
+            if node.module is None:  # from . import x, y: modules, or names the package defines
+                for alias in node.names:
+                    module = base + [alias.name]
+                    is_module = PACKAGE.joinpath(*module).with_suffix(".py").exists() or PACKAGE.joinpath(*module).is_dir()
+                    found.add(".".join(module if is_module else base))
             else:
                 found.add(target)
     return {m for m in found if m}

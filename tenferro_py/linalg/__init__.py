@@ -986,3 +986,12 @@ def norm(s, x, ord):
     if x.ndim == 1:
         return s.reduce_sum(s.abs(x)) if ord == 1 else extremum(s.abs(x))
     return extremum(s.reduce_sum(s.abs(x), axes=(0,) if abs(ord) == 1 else (1,)))  # columns for ±1, rows for ±∞
+
+
+# --- ops in modules of their own (imported last: they register into _RULES) -----------------
+
+from .eig import eig_p, eigvals_p  # noqa: E402,F401
+from .expm import expm_frechet_p, expm_p  # noqa: E402,F401
+from .eigh_function import check_functions, eigh_function_p  # noqa: E402,F401
+from .matrix_functions import inv_sqrtm_p, logm_p, sqrtm_p  # noqa: E402,F401
+from .pinv import pinv_p, pinv_rtol  # noqa: E402,F401

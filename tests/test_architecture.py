@@ -31,7 +31,8 @@ LAYERS = [
     ["staged", "testing", "fixed_point"],
     ["numpy.array"],
     ["numpy.functions", "numpy.transforms"],
-    ["numpy.linalg"],
+    ["numpy.linalg", "numpy.scipy.linalg"],
+    ["numpy.scipy"],
     ["numpy"],
 ]
 

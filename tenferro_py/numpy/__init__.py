@@ -26,7 +26,7 @@ from numpy import (  # noqa: F401 (NumPy's constants, dtypes and random numbers,
     random,
 )
 
-from . import linalg  # noqa: F401
+from . import linalg, scipy  # noqa: F401
 from .array import astype, matmul, ndarray, power, reshape, transpose  # noqa: F401
 from .functions import *  # noqa: F401,F403
 from .functions import __all__ as _functions
@@ -35,6 +35,6 @@ from .transforms import check_grads, grad, hvp, jvp, session, value_and_grad, vj
 __all__ = sorted(set(_functions) | {
     "bool_", "dtype", "int32", "int64",
     "astype", "check_grads", "complex64", "complex128", "e", "float32", "float64", "grad", "hvp", "inf", "jvp", "linalg",
-    "matmul", "nan", "ndarray", "newaxis", "pi", "power", "random", "reshape", "session", "transpose",
+    "matmul", "nan", "ndarray", "newaxis", "pi", "power", "random", "reshape", "scipy", "session", "transpose",
     "value_and_grad", "vjp",
 })

@@ -1,4 +1,4 @@
-"""numpy.linalg's svd, eigh, qr, solve, inv and norm on tnp arrays, as the session's linalg ops.
+"""numpy.linalg's svd, eigh, qr, solve, inv, norm, pinv, eig and eigvals on tnp arrays, as the session's linalg ops.
 
 Their rules are the session's (README, "The SVD and eigh rules"). NumPy's defaults are kept
 where they have a derivative: ``svd`` returns (u, s, vh) and computes the thin SVD; the full
@@ -16,7 +16,7 @@ from ..errors import InvalidArgument
 from . import functions as fn
 from .array import lift, result_dtype, session, tracked, wrap
 
-__all__ = ["eigh", "inv", "norm", "qr", "solve", "svd"]
+__all__ = ["eig", "eigh", "eigvals", "inv", "norm", "pinv", "qr", "solve", "svd"]
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
@@ -89,3 +89,37 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     if ord == np.inf:
         return fn.max(magnitude, axis, keepdims=keepdims)
     raise InvalidArgument("norm", "ord None, 1, 2 or inf for norms along an axis", repr(ord))
+
+
+_UNSET = object()
+
+
+def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _UNSET) -> Any:
+    """numpy.linalg.pinv with NumPy 2's cutoff: ``rcond`` (default 1e-15) or ``rtol`` (None:
+    max(m, n)·ε) times the largest singular value. ``hermitian`` is accepted; the result is
+    the pseudo-inverse of ``a`` itself (NumPy's, for a Hermitian ``a``)."""
+    if not tracked(a):
+        return np.linalg.pinv(a, rcond, hermitian, **({} if rtol is _UNSET else {"rtol": rtol}))
+    if rcond is not None and rtol is not _UNSET:
+        raise InvalidArgument("pinv", "rcond or rtol, not both", f"rcond={rcond!r}, rtol={rtol!r}")
+    s = session("pinv")
+    x = lift(s, a)
+    return wrap(s.pinv(x, 1e-15 if rcond is None and rtol is _UNSET else rcond if rcond is not None else rtol))
+
+
+def eig(a: Any) -> Any:
+    """numpy.linalg.eig's (w, v): complex always (NumPy's are real where every eigenvalue is), each
+    column of v of unit norm with its largest entry real and positive."""
+    if not tracked(a):
+        return np.linalg.eig(a)
+    s = session("eig")
+    w, v = s.eig(lift(s, a))
+    return wrap(w), wrap(v)
+
+
+def eigvals(a: Any) -> Any:
+    """numpy.linalg.eigvals, complex always."""
+    if not tracked(a):
+        return np.linalg.eigvals(a)
+    s = session("eigvals")
+    return wrap(s.eigvals(lift(s, a)))

@@ -10,7 +10,7 @@ docs/design.md).
 
 F_ij is the quotient (f(w_i) − f(w_j))/(w_i − w_j) where it loses less than ε/τ to cancellation
 (|w_i − w_j| max|f′| > τ (|f(w_i)| + |f(w_j)|), τ = 1e-3) or the points are far apart
-(|w_i − w_j| > 1e-2 max(|w_i|, |w_j|)); elsewhere, the diagonal included, the 3-point
+(|w_i − w_j| > 1e-2 max|w|); elsewhere, the diagonal included, the 3-point
 Gauss–Legendre rule for ∫₀¹ f′(w_j + t(w_i − w_j)) dt, exact there to rounding.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, LinalgError, Unsupported
 from ..ops.elementwise import cj, lift_real
-from . import _RULES, _full, _hermitian_part, eigh_p
+from . import _RULES, _full, _hermitian_part, eigh_p, spectrum_scale
 from .matrix_functions import apply_on_spectrum, square_abstract
 
 
@@ -90,7 +90,7 @@ def _differences(s, w, functions):
     delta = s.sub(by_row(s, w), by_col(s, w))
     size = s.add(s.abs(by_row(s, f)), s.abs(by_col(s, f)))
     steep = s.mul(s.abs(delta), s.maximum(by_row(s, slope), by_col(s, slope)))
-    far = s.scale_real(s.maximum(s.abs(by_row(s, w)), s.abs(by_col(s, w))), 1e-2)
+    far = s.broadcast_in_dim(s.reshape(s.scale_real(spectrum_scale(s, w), 1e-2), ()), delta.shape, ())
     close = s.mul(_at_most(s, steep, s.scale_real(size, _TAU)), _at_most(s, s.abs(delta), far))
     middle = s.scale_real(s.add(by_row(s, w), by_col(s, w)), 0.5)
     offset = s.scale_real(delta, 0.5 * _GAUSS_NODE)

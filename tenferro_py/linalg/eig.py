@@ -8,15 +8,19 @@ C = V⁻¹ dA V, the rules (nondegenerate perturbation theory, as JAX's) are
     dw = diag(C),   dV = U + V diag(c),   U = V (F ∘ C),   F_ij = 1/(w_j − w_i) (0 at i = j),
 
 c_j = −Re(v_jᴴ u_j) − i Im(u_kj)/v_kj (k the largest entry) keeping the normalisation; the VJP
-is their transpose. The reciprocals are a primitive (``eig_coupling``) that refuses, with a
-LinalgError, an entry it would multiply by a nonzero number where w_i and w_j are apart by no
-more than their rounding (10 n ε ‖A‖ times each one's condition number, the row norm of
-V⁻¹): the derivative of an eigenvector of a repeated eigenvalue is not defined. So a JVP of
-eig at a repeated eigenvalue raises; a VJP raises only where a cotangent reaches such an
-eigenvector. Eigenvalues alone (``eigvals``) stay differentiable there: diag(C) is the exact
-derivative of every symmetric function of a repeated eigenvalue's copies, and a VJP whose
-cotangents differ on those copies (a function that is not symmetric in them, which has no
-derivative) raises. A defective matrix (dependent eigenvectors) has no derivative: LinalgError.
+is their transpose.
+
+Eigenvalues are tied where they are apart by no more than rounding can move them (10 n ε ‖A‖
+times each one's condition number κ_i, the row norm of V⁻¹). The reciprocals F are a primitive
+(``eig_coupling``) that refuses, with a LinalgError, to multiply a tied pair's entry unless it is
+zero: the derivative of an eigenvector of a repeated eigenvalue is not defined. So a JVP of eig
+at tied eigenvalues raises; a VJP raises only where a cotangent reaches such an eigenvector; and
+second derivatives of eigenvalues, which need the eigenvectors', raise there too. The first
+derivative of eigenvalues stays defined for their symmetric functions: dw is averaged over each
+tied group (``eig_cluster_gate``, exact for those functions), and a VJP whose cotangents differ
+within a group (a function that is not symmetric in the copies, which has no derivative)
+raises. A defective matrix (dependent eigenvectors: a singular V, or tied eigenvalues with
+κ > 0.1/√ε) has no derivative: LinalgError.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse
+import scipy.sparse.csgraph
 
 from ..errors import LinalgError
 from ..ops.elementwise import cj, lift_real, real_dtype
@@ -61,52 +67,57 @@ def _eig_impl(a):
     return w, v
 
 
-def _constants_impl(a, v):
-    """(r, K): r_i = 10 n ε ‖A‖_F ‖row i of V⁻¹‖, how far rounding may move w_i; K the mask of each
-    column's largest entry. A singular V (a defective A) raises LinalgError."""
+def _tied(w, r):
+    """Pairs i ≠ j of eigenvalues equal to rounding: apart by no more than r_i + r_j."""
+    tied = np.abs(w[None, :] - w[:, None]) <= r[:, None] + r[None, :]
+    np.fill_diagonal(tied, False)
+    return tied
+
+
+def _constants_impl(a, w, v):
+    """(r, K): r_i = 10 n ε ‖A‖_F κ_i, how far rounding may move w_i, κ_i = ‖row i of V⁻¹‖ its
+    condition number; K the mask of each column's largest entry. A defective A raises
+    LinalgError: a singular V, or tied eigenvalues with κ > 0.1/√ε (nearly dependent
+    eigenvectors: no derivative through them keeps even half the digits)."""
     n = a.shape[0]
     real = real_dtype(v.dtype)
+    eps = np.finfo(real).eps
     try:
-        rows = np.linalg.norm(np.linalg.inv(v), axis=1)
+        kappa = np.linalg.norm(np.linalg.inv(v), axis=1)
     except np.linalg.LinAlgError:
-        rows = np.array([np.inf])
-    if not np.isfinite(rows).all():
-        raise LinalgError("eig", "a diagonalisable matrix for a derivative (linearly independent eigenvectors)",
-                          "a defective one")
+        kappa = np.full(n, np.inf)
+    r = 10 * n * eps * np.linalg.norm(a) * kappa
+    if not np.isfinite(r).all() or (kappa[_tied(w, r).any(axis=1)] > 0.1 / math.sqrt(eps)).any():
+        raise LinalgError("eig", "a diagonalisable matrix for a derivative (independent eigenvectors)",
+                          f"a defective one (eigenvector condition numbers up to {kappa.max():.3g})")
     mask = np.zeros((n, n), real)
     mask[np.argmax(np.abs(v), axis=0), np.arange(n)] = 1
-    return (10 * n * np.finfo(real).eps * np.linalg.norm(a) * rows).astype(real), mask
+    return r.astype(real), mask
 
 
 # Constants of eig's rules (no derivative): the rounding radius of each eigenvalue and the
 # mask of each eigenvector's largest entry.
 constants_p = _RULES.define(
     "eig_constants",
-    lambda a, v: (Aval((a.shape[0],), real_dtype(v.dtype)), Aval(v.shape, real_dtype(v.dtype))),
+    lambda a, w, v: (Aval((a.shape[0],), real_dtype(v.dtype)), Aval(v.shape, real_dtype(v.dtype))),
     _constants_impl,
     jvp=lambda s, tangents, primals, outputs: (None, None),
-    vjp=lambda s, cotangents, primals, outputs, needs: (None, None),
+    vjp=lambda s, cotangents, primals, outputs, needs: (None, None, None),
 )
 
 
-def _apart(w, r):
-    """Pairs i ≠ j whose eigenvalues are apart by more than their rounding radii."""
-    apart = np.abs(w[None, :] - w[:, None]) > r[:, None] + r[None, :]
-    np.fill_diagonal(apart, False)
-    return apart
-
-
 def _coupling_impl(w, r, m):
-    """M_ij/(w_j − w_i) where apart, 0 on the diagonal; LinalgError at a nonzero M_ij of a pair
-    that is not apart."""
-    apart = _apart(w, r)
-    clash = ~apart & (m != 0)
-    np.fill_diagonal(clash, False)
+    """M_ij/(w_j − w_i), 0 on the diagonal; LinalgError at a nonzero M_ij of tied w_i, w_j."""
+    tied = _tied(w, r)
+    clash = tied & (m != 0)
     if clash.any():
         i, j = np.argwhere(clash)[0]
-        raise LinalgError("eig", "eigenvalues apart where an eigenvector's derivative is taken (at a repeated "
-                                 "eigenvalue it is not defined; eigvals, or functions of the eigenvalues, stay "
-                                 "differentiable)", f"w[{i}] = {w[i]:.6g} and w[{j}] = {w[j]:.6g}, equal to rounding")
+        raise LinalgError("eig", "eigenvalues apart where eigenvectors are differentiated (at a repeated eigenvalue "
+                                 "their derivative, which the eigenvalues' second one needs, is not defined; the "
+                                 "eigenvalues' first derivative is: eigvals)",
+                          f"w[{i}] = {w[i]:.6g} and w[{j}] = {w[j]:.6g}, equal to rounding")
+    apart = ~tied
+    np.fill_diagonal(apart, False)
     gap = np.where(apart, w[None, :] - w[:, None], 1)
     return (np.where(apart, m / gap, 0).astype(m.dtype),)
 
@@ -135,6 +146,7 @@ def _coupling_vjp(s, cotangents, primals, outputs, needs):
     return wb, None, mb
 
 
+# F∘M, F_ij = 1/(w_j − w_i), refusing the pairs of tied eigenvalues it would use.
 coupling_p = _RULES.define(
     "eig_coupling",
     lambda w, r, m: (m,),
@@ -145,26 +157,30 @@ coupling_p = _RULES.define(
 
 
 def _gate_impl(w, r, t, check):
-    """t; when ``check``, LinalgError where eigenvalues equal to rounding have different entries of t."""
+    """t averaged over each group of tied eigenvalues; when ``check``, LinalgError where t differs from
+    that average (by more than √ε max|t|)."""
+    groups = scipy.sparse.csgraph.connected_components(scipy.sparse.csr_matrix(_tied(w, r)), directed=False)[1]
+    counts = np.bincount(groups)
+    mean = (np.bincount(groups, t.real) + (1j * np.bincount(groups, t.imag) if t.dtype.kind == "c" else 0)) / counts
+    out = mean[groups].astype(t.dtype)
     if check:
-        tied = ~_apart(w, r)
-        np.fill_diagonal(tied, False)
-        spread = np.abs(t[None, :] - t[:, None]) > math.sqrt(np.finfo(real_dtype(t.dtype)).eps) * np.abs(t).max(
-            initial=0)
-        if (tied & spread).any():
-            i, j = np.argwhere(tied & spread)[0]
+        off = np.abs(t - out) > math.sqrt(np.finfo(real_dtype(t.dtype)).eps) * np.abs(t).max(initial=0)
+        if off.any():
+            i = int(np.argmax(off))
             raise LinalgError("eig", "equal cotangents on eigenvalues equal to rounding (only symmetric functions of "
                                      "a repeated eigenvalue's copies, e.g. their sum, have a derivative)",
-                              f"w[{i}] = {w[i]:.6g} and w[{j}] = {w[j]:.6g} with cotangents {t[i]:.6g} and {t[j]:.6g}")
-    return (t,)
+                              f"cotangent {t[i]:.6g} of w[{i}] = {w[i]:.6g}, whose copies average {out[i]:.6g}")
+    return (out,)
 
 
-# The identity on an eigenvalue tangent; its transpose checks the cotangent (see the module's note).
+# The average of an eigenvalue tangent over tied eigenvalues (the derivative of their symmetric
+# functions); self-adjoint, its transpose also refuses cotangents that are not symmetric.
 gate_p = _RULES.define(
     "eig_cluster_gate",
     lambda w, r, t, check: (t,),
     _gate_impl,
-    jvp=lambda s, tangents, primals, outputs, check: (tangents[2],),
+    jvp=lambda s, tangents, primals, outputs, check: (
+        None if tangents[2] is None else s.bind(gate_p, primals[0], primals[1], tangents[2], check=False)[0],),
     vjp=lambda s, cotangents, primals, outputs, needs, check: (
         None, None, s.bind(gate_p, primals[0], primals[1], cotangents[0], check=not check)[0]),
 )
@@ -183,7 +199,7 @@ def _tangent(s, a, da, w, v, vectors):
     """(dw, dV) (dV only with ``vectors``), the module's formulas."""
     if w.shape[0] == 0:
         return s.zeros(w.shape, w.dtype), s.zeros(v.shape, v.dtype) if vectors else None
-    r, mask = s.bind(constants_p, a, v)
+    r, mask = s.bind(constants_p, a, w, v)
     da = da if da.dtype.kind == "c" else lift_real(s, da, v)
     c = s.solve(v, s.einsum([da, v], "ab,bj->aj"))  # V⁻¹ dA V
     dw = s.bind(gate_p, w, r, s.einsum([c], "ii->i"), check=False)[0]

@@ -239,7 +239,7 @@ class EagerSession(OpSet):
     def pinv(self, x: EagerTensor, rtol: float | None = None) -> EagerTensor:
         """The pseudo-inverse (n, m) of an m × n matrix (or of each of a stack), singular values
         ≤ rtol·s₁ counted as zero (None: max(m, n)·ε, NumPy's ``rtol=None``); its rules are the
-        constant-rank derivative, exact at repeated singular values (README, "pinv")."""
+        constant-rank derivative, exact at repeated singular values (tenferro_py/linalg/pinv.py)."""
         x = self._operand("pinv", x)
         _check_matrices("pinv", x, square=False)
         (y,) = _linalg.bind_batched(self, "pinv", _linalg.pinv_p, [x], [2], rtol=_linalg.pinv_rtol(x, rtol))
@@ -248,12 +248,12 @@ class EagerSession(OpSet):
     def eig(self, x: EagerTensor) -> tuple[EagerTensor, EagerTensor]:
         """Eigenvalues and eigenvectors (w, v) of a general square matrix (or of each of a stack),
         both complex; v's columns of unit norm with their largest entry real and positive. The
-        derivative of an eigenvector of a repeated eigenvalue is a LinalgError (README, "eig")."""
+        derivative of an eigenvector of a repeated eigenvalue is a LinalgError (tenferro_py/linalg/eig.py)."""
         w, v = self._square_op("eig", _linalg.eig_p, x)
         return w, v
 
     def eigvals(self, x: EagerTensor) -> EagerTensor:
-        """eig's eigenvalues alone (complex), differentiable at repeated ones (README, "eig")."""
+        """eig's eigenvalues alone (complex); their symmetric functions are differentiable at repeated ones."""
         return self._square_op("eigvals", _linalg.eigvals_p, x)[0]
 
     def expm(self, x: EagerTensor) -> EagerTensor:
@@ -262,7 +262,7 @@ class EagerSession(OpSet):
         return self._square_op("expm", _linalg.expm_p, x)[0]
 
     def sqrtm(self, x: EagerTensor) -> EagerTensor:
-        """The square root of the (positive semidefinite) Hermitian part of x (README, "Matrix functions")."""
+        """The square root of the (positive semidefinite) Hermitian part of x (linalg/matrix_functions.py)."""
         return self._square_op("sqrtm", _linalg.sqrtm_p, x)[0]
 
     def inv_sqrtm(self, x: EagerTensor) -> EagerTensor:
@@ -275,7 +275,7 @@ class EagerSession(OpSet):
 
     def eigh_function(self, x: EagerTensor, f: Any, fprime: Any, *higher: Any) -> EagerTensor:
         """V f(w) Vᴴ for eigh's (w, V) of x's Hermitian part: f, fprime (and fsecond, … for higher
-        derivatives) elementwise NumPy functions of real arrays (README, "Matrix functions")."""
+        derivatives) elementwise NumPy functions of real arrays (tenferro_py/linalg/eigh_function.py)."""
         functions = _linalg.check_functions(f, (fprime,) + higher)
         return self._square_op("eigh_function", _linalg.eigh_function_p, x, functions=functions)[0]
 

@@ -65,7 +65,8 @@ def test_pinv_grads(rng, shape, complex_):
 def test_grads_exact_at_repeated_singular_values(rng, complex_):
     """pinv through the SVD's factors cannot be exact here (its coupling of equal values is broadened away)."""
     dtype = np.complex128 if complex_ else np.float64
-    for a in (np.eye(3, dtype=dtype), 2.5 * np.eye(3, 2, dtype=dtype), with_singular_values(rng, 4, 4, [2, 2, 2, 1], dtype)):
+    repeated = with_singular_values(rng, 4, 4, [2, 2, 2, 1], dtype)
+    for a in (np.eye(3, dtype=dtype), 2.5 * np.eye(3, 2, dtype=dtype), repeated):
         check_grads(lambda s, x: s.pinv(x), [a], **ORDER2)
 
 
@@ -133,7 +134,8 @@ def test_zero_size_derivatives_are_zero(rt, eng):
     (lambda s: s.pinv(tf.Tensor(np.ones(3))), tf.ShapeMismatch, "pinv: expected a matrix"),
     (lambda s: s.pinv(tf.Tensor(np.ones((2, 2))), rtol=-1.0), tf.InvalidArgument, "pinv: expected rtol"),
     (lambda s: s.pinv(tf.Tensor(np.ones((2, 2))), rtol="x"), tf.InvalidArgument, "pinv: expected rtol"),
-    (lambda s: s.pinv(tf.Tensor(np.array([[1.0, np.nan], [0, 1]]))), tf.LinalgError, "pinv: expected a matrix of finite"),
+    (lambda s: s.pinv(tf.Tensor(np.array([[1.0, np.nan], [0, 1]]))), tf.LinalgError,
+     "pinv: expected a matrix of finite"),
 ])
 def test_errors(run, call, cls, message):
     with pytest.raises(cls, match=message):

@@ -1,5 +1,5 @@
 """scipy.linalg's expm, sqrtm and logm on tnp arrays, and the library's inv_sqrtm and
-eigh_function, as the session's ops (README, "Matrix functions").
+eigh_function, as the session's ops (tenferro_py/linalg/matrix_functions.py).
 
 expm takes any square matrix, as SciPy's. sqrtm and logm are SciPy's for general matrices,
 but their derivatives are those of Hermitian ones: on an array of a session they take a

@@ -122,6 +122,22 @@ def test_torch_pinv_singular_larger(rng):
     check_grads(lambda s, a, b: s.pinv(s.einsum([a, b], "ik,jk->ij")), [a, b], order=1)
 
 
+@pytest.mark.parametrize("scale", [1e-150, 1e-30, 1e30, 1e150])
+def test_rules_hold_at_any_scale(rng, scale):
+    """pinv(cA) = A⁺/c: its JVP and VJP are those at c = 1 times 1/c², with nothing over- or underflowing
+    on the way (the rules work at unit scale)."""
+    a, d, w = random(rng, (4, 3)), random(rng, (4, 3)), random(rng, (3, 4))
+
+    def derivatives(x):
+        rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+        v = rt.variable_from(tf.Tensor(x))
+        y = rt.with_eager_session(eng, lambda s: s.pinv(v))
+        return (rt.jvp(eng, y, v, tf.Tensor(d)).value().to_numpy(), rt.vjp(eng, y, v, tf.Tensor(w)).value().to_numpy())
+
+    for got, want in zip(derivatives(scale * a), derivatives(a)):
+        np.testing.assert_allclose(got * scale**2, want, rtol=0, atol=1e-13 * np.abs(want).max())
+
+
 def test_zero_size_derivatives_are_zero(rt, eng):
     x = rt.variable_from(tf.Tensor(np.zeros((0, 3))))
     y = rt.with_eager_session(eng, lambda s: s.pinv(x))

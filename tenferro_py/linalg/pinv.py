@@ -9,7 +9,8 @@ SVD's factors cannot be:
 
 and the VJP is its transpose. Both are session ops of A and A⁺ (A⁺ an output of this op), so
 they differentiate again. Where the rank changes A⁺ jumps: the rules give the derivative
-along the directions that keep the rank (the values the cutoff drops stay dropped).
+along the directions that keep the rank (the values the cutoff drops stay dropped). The rules
+work at unit scale (A divided by a power of two near max |A|), so that they hold at any scale.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgument, ShapeMismatch
-from ..ops.elementwise import cj, real_dtype
+from ..ops.elementwise import cj, lift_real, real_dtype
 from ..tensor import Aval, is_real_number
-from . import _RULES, _check_finite, _svd_impl
+from . import _RULES, _check_finite, _full, _svd_impl
 
 
 def pinv_rtol(x, rtol: object) -> float:
@@ -68,24 +69,57 @@ def product(s, *matrices):
     return s.einsum(list(matrices), f"{pairs}->{letters[0]}{letters[-1]}")
 
 
+def _binary_scale_impl(a):
+    """2^e ≥ max |a| > 2^(e−1) (1 for a zero or empty a): a scale to divide by exactly."""
+    size = float(np.abs(a).max(initial=0))
+    return (np.array(np.ldexp(1.0, int(np.frexp(size)[1])) if size > 0 else 1.0, dtype=real_dtype(a.dtype)),)
+
+
+# The power of two nearest above max |a|, a constant for AD: the rules' A and A⁺ are taken at
+# that scale, so their products neither overflow nor underflow where the result does not.
+binary_scale_p = _RULES.define(
+    "binary_scale",
+    lambda a: (Aval((), real_dtype(a.dtype)),),
+    _binary_scale_impl,
+    jvp=lambda s, tangents, primals, outputs: (None,),
+    vjp=lambda s, cotangents, primals, outputs, needs: (None,),
+)
+
+
+def _times(s, x, c):
+    """x times the real scalar c."""
+    return s.mul(x, lift_real(s, s.broadcast_in_dim(c, x.shape, ()), x))
+
+
+def _at_unit_scale(s, a, p):
+    """(A/c, c A⁺, 1/c) for c = binary_scale(A): every term of the rules is of degree −2 in the scale."""
+    c = s.bind(binary_scale_p, a)[0]
+    inverse = s.div(_full(s, (), 1, c.dtype), c)
+    return _times(s, a, inverse), _times(s, p, c), inverse
+
+
 def _pinv_jvp(s, tangents, primals, outputs, rtol):
-    """dP = −P dA P + PPᴴ dAᴴ − PPᴴ dAᴴ A P + dAᴴ PᴴP − P A dAᴴ PᴴP (P = A⁺)."""
+    """dP = −P dA P + PPᴴ dAᴴ − PPᴴ dAᴴ A P + dAᴴ PᴴP − P A dAᴴ PᴴP (P = A⁺), at unit scale."""
     (da,), (a,), (p,) = tangents, primals, outputs
+    a, p, inverse = _at_unit_scale(s, a, p)
     da_h, p_h = _adjoint(s, da), _adjoint(s, p)
     left = product(s, p, p_h, da_h)  # P Pᴴ dAᴴ
     right = product(s, da_h, p_h, p)  # dAᴴ Pᴴ P
     out = s.sub(s.add(left, right), product(s, p, da, p))
-    return (s.sub(out, s.add(product(s, left, a, p), product(s, p, a, right))),)
+    out = s.sub(out, s.add(product(s, left, a, p), product(s, p, a, right)))
+    return (_times(s, _times(s, out, inverse), inverse),)
 
 
 def _pinv_vjp(s, cotangents, primals, outputs, needs, rtol):
-    """Ā = −Pᴴ P̄ Pᴴ + P̄ᴴ PPᴴ − A P P̄ᴴ PPᴴ + PᴴP P̄ᴴ − PᴴP P̄ᴴ P A: the JVP's transpose."""
+    """Ā = −Pᴴ P̄ Pᴴ + P̄ᴴ PPᴴ − A P P̄ᴴ PPᴴ + PᴴP P̄ᴴ − PᴴP P̄ᴴ P A: the JVP's transpose, at unit scale."""
     (pb,), (a,), (p,) = cotangents, primals, outputs
+    a, p, inverse = _at_unit_scale(s, a, p)
     pb_h, p_h = _adjoint(s, pb), _adjoint(s, p)
     left = product(s, pb_h, p, p_h)  # P̄ᴴ P Pᴴ
     right = product(s, p_h, p, pb_h)  # Pᴴ P P̄ᴴ
     out = s.sub(s.add(left, right), product(s, p_h, pb, p_h))
-    return (s.sub(out, s.add(product(s, a, p, left), product(s, right, p, a))),)
+    out = s.sub(out, s.add(product(s, a, p, left), product(s, right, p, a)))
+    return (_times(s, _times(s, out, inverse), inverse),)
 
 
 pinv_p = _RULES.define(

@@ -93,6 +93,24 @@ def test_eig_derivative_is_perturbation_theorys(rt, eng, rng):
     np.testing.assert_allclose(rt.jvp(eng, w, x, tf.Tensor(da)).value().to_numpy(), want, rtol=1e-10)
 
 
+@pytest.mark.parametrize("scale", [1e-150, 1e150])
+def test_eig_rules_at_any_scale(rng, scale):
+    """w(cA) = c w(A) and V(cA) = V(A): at cA the derivatives are those at A, V's divided by c."""
+    a, d = random(rng, (4, 4)), random(rng, (4, 4))
+
+    def tangents(x):
+        rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+        v = rt.variable_from(tf.Tensor(x))
+        w, vectors = rt.with_eager_session(eng, lambda s: s.eig(v))
+        order = np.argsort(w.value().to_numpy() / x[0, 0])  # LAPACK's order may differ between scales
+        dw, dv = (rt.jvp(eng, y, v, tf.Tensor(d)).value().to_numpy() for y in (w, vectors))
+        return dw[order], dv[:, order]
+
+    (dw, dv), (dw1, dv1) = tangents(scale * a), tangents(a)
+    np.testing.assert_allclose(dw, dw1, rtol=0, atol=1e-13 * np.abs(dw1).max())
+    np.testing.assert_allclose(dv * scale, dv1, rtol=0, atol=1e-13 * np.abs(dv1).max())
+
+
 # --- repeated eigenvalues -----------------------------------------------------------------------------
 
 

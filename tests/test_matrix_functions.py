@@ -157,6 +157,22 @@ def test_sqrtm_at_a_singular_matrix(rng, rt, eng):
     assert np.isfinite(rt.grad(eng, total, zero).value().to_numpy()).all()
 
 
+@pytest.mark.parametrize("name, power", [("sqrtm", 0.5), ("inv_sqrtm", -0.5), ("logm", 0.0)])
+@pytest.mark.parametrize("scale", [1e-150, 1e150])
+def test_hermitian_functions_at_any_scale(rng, name, power, scale):
+    """f(cX) = c^p f(X) (logm: + log(c) I): the derivatives are those at c = 1 times c^(p − 1)."""
+    a, e, w = positive(rng, (4, 4)), random(rng, (4, 4)), random(rng, (4, 4))
+
+    def derivatives(x):
+        rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+        v = rt.variable_from(tf.Tensor(x))
+        y = rt.with_eager_session(eng, lambda s: getattr(s, name)(v))
+        return (rt.jvp(eng, y, v, tf.Tensor(e)).value().to_numpy(), rt.vjp(eng, y, v, tf.Tensor(w)).value().to_numpy())
+
+    for got, want in zip(derivatives(scale * a), derivatives(a)):  # logm's Y carries log(c) I: 345 in Y's rounding
+        np.testing.assert_allclose(got * scale ** (1 - power), want, rtol=0, atol=1e-12 * np.abs(want).max())
+
+
 def test_logm_derivative_inverts_expm_s(rt, eng, rng):
     """L_exp(log X, dlog X) = dX, to rounding, also where eigenvalues nearly coincide."""
     for spectrum in ([0.5, 1, 2, 4], [1, 1 + 1e-7, 1 + 2e-7, 3], [1e-3, 1, 1e3, 1e3]):

@@ -52,11 +52,12 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.ImportFrom) and node.level > 0:
             base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
             target = ".".join(base + ([node.module] if node.module else []))
-            if node.module is None:  # from . import x, y: modules, or names the package defines
+            if node.module is None:  # from . import x, y: modules, or names of the package itself
                 for alias in node.names:
-                    module = base + [alias.name]
-                    is_module = PACKAGE.joinpath(*module).with_suffix(".py").exists() or PACKAGE.joinpath(*module).is_dir()
-                    found.add(".".join(module if is_module else base))
+                    module = ".".join(base + [alias.name])
+                    is_module = (PACKAGE.joinpath(*module.split(".")).with_suffix(".py").exists()
+                                 or PACKAGE.joinpath(*module.split("."), "__init__.py").exists())
+                    found.add(module if is_module else ".".join(base))
             else:
                 found.add(target)
     return {m for m in found if m}

@@ -256,11 +256,6 @@ class EagerSession(OpSet):
         (low,) = self._square_op("cholesky", _linalg.cholesky_p, x)
         return low
 
-    def _square_op(self, op: str, prim: Any, x: object) -> tuple:
-        matrices = self._operand(op, x)
-        _check_matrices(op, matrices, square=True)
-        return _linalg.bind_batched(self, op, prim, [matrices], [2])
-
     def eigvalsh(self, x: EagerTensor, derivative_eps: float | None = None) -> EagerTensor:
         """The eigenvalues of :meth:`eigh` alone (ascending)."""
         return self.eigh(x, derivative_eps)[0]
@@ -292,6 +287,55 @@ class EagerSession(OpSet):
             if not power:
                 return result
             base = self.einsum([base, base], "...ij,...jk->...ik")
+
+    def pinv(self, x: EagerTensor, rtol: float | None = None) -> EagerTensor:
+        """The pseudo-inverse (n, m) of an m × n matrix (or of each of a stack), singular values
+        ≤ rtol·s₁ counted as zero (None: max(m, n)·ε, NumPy's ``rtol=None``); its rules are the
+        constant-rank derivative, exact at repeated singular values (tenferro_py/linalg/pinv.py)."""
+        x = self._operand("pinv", x)
+        _check_matrices("pinv", x, square=False)
+        (y,) = _linalg.bind_batched(self, "pinv", _linalg.pinv_p, [x], [2], rtol=_linalg.pinv_rtol(x, rtol))
+        return y
+
+    def eig(self, x: EagerTensor) -> tuple[EagerTensor, EagerTensor]:
+        """Eigenvalues and eigenvectors (w, v) of a general square matrix (or of each of a stack),
+        both complex; v's columns of unit norm with their largest entry real and positive. The
+        derivative of an eigenvector of a repeated eigenvalue is a LinalgError (tenferro_py/linalg/eig.py)."""
+        w, v = self._square_op("eig", _linalg.eig_p, x)
+        return w, v
+
+    def eigvals(self, x: EagerTensor) -> EagerTensor:
+        """eig's eigenvalues alone (complex); their symmetric functions are differentiable at repeated ones."""
+        return self._square_op("eigvals", _linalg.eigvals_p, x)[0]
+
+    def expm(self, x: EagerTensor) -> EagerTensor:
+        """The matrix exponential of a square matrix (or of each of a stack), scipy.linalg.expm's,
+        with derivatives exact at every order and every spectrum."""
+        return self._square_op("expm", _linalg.expm_p, x)[0]
+
+    def sqrtm(self, x: EagerTensor) -> EagerTensor:
+        """The square root of the (positive semidefinite) Hermitian part of x (linalg/matrix_functions.py)."""
+        return self._square_op("sqrtm", _linalg.sqrtm_p, x)[0]
+
+    def inv_sqrtm(self, x: EagerTensor) -> EagerTensor:
+        """The inverse square root of the (positive definite) Hermitian part of x."""
+        return self._square_op("inv_sqrtm", _linalg.inv_sqrtm_p, x)[0]
+
+    def logm(self, x: EagerTensor) -> EagerTensor:
+        """The logarithm of the (positive definite) Hermitian part of x."""
+        return self._square_op("logm", _linalg.logm_p, x)[0]
+
+    def eigh_function(self, x: EagerTensor, f: Any, fprime: Any, *higher: Any) -> EagerTensor:
+        """V f(w) Vᴴ for eigh's (w, V) of x's Hermitian part: f, fprime (and fsecond, … for higher
+        derivatives) elementwise NumPy functions of real arrays (tenferro_py/linalg/eigh_function.py)."""
+        functions = _linalg.check_functions(f, (fprime,) + higher)
+        return self._square_op("eigh_function", _linalg.eigh_function_p, x, functions=functions)[0]
+
+    def _square_op(self, op: str, prim: Any, x: object, **params: object) -> tuple:
+        """``prim`` on a square matrix or on each of a stack."""
+        x = self._operand(op, x)
+        _check_matrices(op, x, square=True)
+        return _linalg.bind_batched(self, op, prim, [x], [2], **params)
 
 
 def _check_matrices(op: str, x: EagerTensor, square: bool) -> None:

@@ -988,8 +988,13 @@ def norm(s, x, ord):
     return extremum(s.reduce_sum(s.abs(x), axes=(0,) if abs(ord) == 1 else (1,)))  # columns for ±1, rows for ±∞
 
 
-# --- more decompositions, in modules of their own (they register into _RULES) ------------------
+# --- ops in modules of their own (imported last: they register into _RULES) -----------------
 
+from .eig import eig_p, eigvals_p  # noqa: E402,F401
+from .expm import expm_frechet_p, expm_p  # noqa: E402,F401
+from .eigh_function import check_functions, eigh_function_p  # noqa: E402,F401
+from .matrix_functions import inv_sqrtm_p, logm_p, sqrtm_p  # noqa: E402,F401
+from .pinv import pinv_p, pinv_rtol  # noqa: E402,F401
 from . import complement  # noqa: E402,F401
 from .cholesky import cholesky_p  # noqa: E402,F401
 from .determinants import det_p, slogdet_p  # noqa: E402,F401

@@ -26,7 +26,7 @@ from numpy import (  # noqa: F401 (NumPy's constants, dtypes and random numbers,
     random,
 )
 
-from . import interop, linalg
+from . import interop, linalg, scipy  # noqa: F401
 from .array import astype, matmul, ndarray, power, reshape, stop_gradient, transpose  # noqa: F401
 from .functions import *  # noqa: F401,F403
 from .functions import __all__ as _functions
@@ -35,7 +35,7 @@ from .transforms import check_grads, grad, hvp, jvp, session, value_and_grad, vj
 __all__ = sorted(set(_functions) | {
     "bool_", "dtype", "int32", "int64",
     "astype", "check_grads", "complex64", "complex128", "e", "float32", "float64", "grad", "hvp", "inf", "jvp", "linalg",
-    "matmul", "nan", "ndarray", "newaxis", "pi", "power", "random", "reshape", "session", "stop_gradient", "transpose",
+    "matmul", "nan", "ndarray", "newaxis", "pi", "power", "random", "reshape", "scipy", "session", "stop_gradient", "transpose",
     "value_and_grad", "vjp",
 })
 

@@ -1,5 +1,5 @@
 """numpy.linalg's functions on tnp arrays (svd, eigh, qr, solve, inv, norm, det, slogdet, cholesky,
-lstsq, ...), as the session's linalg ops.
+lstsq, pinv, eig, ...), as the session's linalg ops.
 
 Their rules are the session's (README, "The SVD and eigh rules"). ``svd`` returns (u, s, vh)
 as NumPy's: ``full_matrices=True`` (NumPy's default) completes a rectangular matrix's thin
@@ -19,7 +19,7 @@ from ..linalg.complement import orthogonal_complement
 from . import functions as fn
 from .array import lift, result_dtype, session, tracked, value_of, wrap
 
-__all__ = ["eigh", "inv", "norm", "qr", "solve", "svd"]
+__all__ = ["eig", "eigh", "eigvals", "inv", "norm", "pinv", "qr", "solve", "svd"]
 __all__ += ["cholesky", "det", "eigvalsh", "lstsq", "matrix_power", "slogdet", "svdvals"]
 
 
@@ -169,3 +169,37 @@ def matrix_power(a: Any, n: int) -> Any:
         return np.linalg.matrix_power(a, n)
     s = session("matrix_power")
     return wrap(s.matrix_power(lift(s, a), n))
+
+
+_UNSET = object()
+
+
+def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _UNSET) -> Any:
+    """numpy.linalg.pinv with NumPy 2's cutoff: ``rcond`` (default 1e-15) or ``rtol`` (None:
+    max(m, n)·ε) times the largest singular value. ``hermitian`` is accepted; the result is
+    the pseudo-inverse of ``a`` itself (NumPy's, for a Hermitian ``a``)."""
+    if not tracked(a):
+        return np.linalg.pinv(a, rcond, hermitian, **({} if rtol is _UNSET else {"rtol": rtol}))
+    if rcond is not None and rtol is not _UNSET:
+        raise InvalidArgument("pinv", "rcond or rtol, not both", f"rcond={rcond!r}, rtol={rtol!r}")
+    s = session("pinv")
+    x = lift(s, a)
+    return wrap(s.pinv(x, 1e-15 if rcond is None and rtol is _UNSET else rcond if rcond is not None else rtol))
+
+
+def eig(a: Any) -> Any:
+    """numpy.linalg.eig's (w, v): complex always (NumPy's are real where every eigenvalue is), each
+    column of v of unit norm with its largest entry real and positive."""
+    if not tracked(a):
+        return np.linalg.eig(a)
+    s = session("eig")
+    w, v = s.eig(lift(s, a))
+    return wrap(w), wrap(v)
+
+
+def eigvals(a: Any) -> Any:
+    """numpy.linalg.eigvals, complex always."""
+    if not tracked(a):
+        return np.linalg.eigvals(a)
+    s = session("eigvals")
+    return wrap(s.eigvals(lift(s, a)))

@@ -404,7 +404,7 @@ class KernelSession(OpSet):
         return x
 
     def constant_from(self, t: Any) -> Any:
-        return t._array if isinstance(t, Tensor) else t
+        return t.array if isinstance(t, Tensor) else t
 
 
 KERNEL_SESSION = KernelSession()
@@ -434,7 +434,7 @@ class TangentKernelSession(KernelSession):
             rule = self._rules.get(prim.name)
             if rule is None:
                 raise Unsupported("jvp", f"an AD rule for {prim.name!r} in the runtime's AdContext", "none")
-            if not rule.structured:
+            if rule.dense_only:
                 tangents = [dense(KERNEL_SESSION, t) for t in tangents]
             for o, t in zip(outs, rule.jvp(KERNEL_SESSION, tangents, inputs, outs, **params)):
                 if t is not None and not any(o is x for x in inputs):
@@ -443,13 +443,12 @@ class TangentKernelSession(KernelSession):
 
 
 def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., float], primals: Sequence[Any],
-              tangents: Sequence[Any], params: dict, out_avals: tuple, with_outputs: bool = False) -> tuple:
+              tangents: Sequence[Any], params: dict, out_avals: tuple) -> tuple:
     """The tangents of ``reference(primals)``'s outputs along ``tangents``, from one kernel bound in
-    session ``s``: the reference run with its tangents in a :class:`TangentKernelSession` (the
-    outputs themselves first, when ``with_outputs``). The results are constants: only for where
-    nothing will differentiate them."""
+    session ``s``: the reference run with its tangents in a :class:`TangentKernelSession`. The
+    results are constants: only for where nothing will differentiate them."""
     leaves, spec = flatten(tangents)
-    rules, count = s.runtime.ad_context._rules, len(primals)
+    rules, count = s.runtime.ad_context, len(primals)
 
     def tangent_kernel(*arrays: np.ndarray) -> tuple:
         ks = TangentKernelSession(rules)
@@ -458,38 +457,34 @@ def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., fl
                 ks.seed(x, t)
         outs = reference(ks, *arrays[:count], **params)
         found = [ks.tangent(o) for o in outs]
-        dots = tuple(np.zeros(o.shape, o.dtype) if t is None else dense(KERNEL_SESSION, t) for o, t in zip(outs, found))
-        return tuple(outs) + dots if with_outputs else dots
+        return tuple(np.zeros(o.shape, o.dtype) if t is None else dense(KERNEL_SESSION, t) for o, t in zip(outs, found))
 
     flops = 3.0 * cost(tuple(p.aval for p in primals), out_avals, params)
-    prim = Primitive("jvp", lambda *avals: out_avals * (2 if with_outputs else 1), tangent_kernel, lambda *_: flops)
+    prim = Primitive("jvp", lambda *avals: out_avals, tangent_kernel, lambda *_: flops)
     return s.bind(prim, *primals, *leaves)
 
 
 def composite(reference: Callable[..., Sequence], cost: Callable[..., float]) -> dict[str, Callable]:
-    """The kernel, rules, cost and inline form of a primitive defined by ``reference(s, *inputs,
-    **params)``, a function of session ops returning the outputs: keyword arguments of
-    ``RuleSet.define``.
+    """The kernel, rules and cost of a primitive defined by ``reference(s, *inputs, **params)``, a
+    function of session ops returning the outputs: keyword arguments of ``RuleSet.define``.
 
     The kernel runs the reference on arrays in a :class:`KernelSession`: one kernel, with no
     tape and no per-op dispatch. The rules differentiate the same reference in the eager
     session they are given (``s.jvp_of``, ``s.vjp_of``), so they are exact to every order and
-    differentiable again. Where nothing will differentiate a JVP's result (nothing records and
-    no older forward trace is active), the JVP is one kernel too (:func:`fused_jvp`). Sessions
-    carrying forward traces run the reference itself (``inline``) where the tangents must stay
-    differentiable, and else the outputs and their tangents in one kernel.
+    differentiable again. This is the one place where a composite's route is chosen: where
+    nothing will differentiate a JVP's result (``runtime.differentiating`` is false), the JVP
+    is one kernel too (:func:`fused_jvp`).
     """
 
     def kernel(*arrays: np.ndarray, **params: Any) -> tuple:
         return tuple(reference(KERNEL_SESSION, *arrays, **params))
 
     def jvp(s, tangents, primals, outputs, **params):
-        rt = s.runtime
-        if rt.recording or rt._traces:
+        if s.runtime.differentiating:
             return s.jvp_of(lambda xs: reference(s, *xs, **params), primals, tangents)
         return fused_jvp(s, reference, cost, primals, tangents, params, tuple(o.aval for o in outputs))
 
     def vjp(s, cotangents, primals, outputs, needs, **params):
         return s.vjp_of(lambda xs: reference(s, *xs, **params), primals, cotangents, needs)
 
-    return dict(impl=kernel, jvp=jvp, vjp=vjp, inline=reference, cost=cost)
+    return dict(impl=kernel, jvp=jvp, vjp=vjp, cost=cost)

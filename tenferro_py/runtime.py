@@ -6,7 +6,7 @@ import contextlib
 import contextvars
 import math
 import weakref
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
@@ -16,10 +16,9 @@ from .engine import CpuEngine
 from .errors import DTypeMismatch, InvalidArgument, NonScalarGrad, NotReachable, RuntimeMismatch, ShapeMismatch
 from .ops import core_rules
 from .rules import RuleSet
-from .opset import fused_jvp
 from .session import EagerSession
 from .structure import dense
-from .tape import EagerTensor, ForwardTrace, Leaf, TangentMemo, ancestors, reaching, reverse_sweep, tensor_key
+from .tape import EagerTensor, ForwardTrace, Leaf, TangentMemo, ancestors, op_outputs, reaching, reverse_sweep, tensor_key
 from .tensor import Aval, Tensor
 
 R = TypeVar("R")
@@ -62,6 +61,10 @@ class AdContext:
     def rules(self) -> RuleSet:
         """A copy of the context's rules."""
         return self._rules.copy()
+
+    def get(self, name: str) -> Any:
+        """The rules of the primitive called ``name``, or None (what the sweeps ask)."""
+        return self._rules.get(name)
 
     @property
     def derivative_eps(self) -> float:
@@ -160,15 +163,35 @@ class EagerRuntime:
         """False inside ``no_grad()``: op results are then constants."""
         return self._recording
 
+    @property
+    def differentiating(self) -> bool:
+        """Whether something will differentiate the ops run now: the tape records them, or a forward
+        trace carries their tangents (a rule may then take a route that does not differentiate again)."""
+        return self._recording or bool(self._traces)
+
+    # --- the one hook between sessions and the tape ---------------------------------------
+
+    def process_primitive(self, s: EagerSession, prim: Any, inputs: tuple, params: dict) -> tuple:
+        """Run one primitive for session ``s`` (its inputs this runtime's tensors): its kernel on s's
+        engine, a node on the tape when an input is tracked and the runtime records, and its
+        tangents through the active forward traces, newest first."""
+        in_avals = tuple([x.aval for x in inputs])
+        avals = prim.abstract(*in_avals, **params)
+        values = s.engine.run(prim, [x.payload for x in inputs], params, in_avals, avals)
+        outs = op_outputs(self, prim, params, inputs, values, avals, self._recording)
+        if self._traces:
+            self._carry(s, prim, params, inputs, outs)
+        return outs
+
     # --- values -------------------------------------------------------------
 
     def _host_value(self, op: str, t: object) -> tuple[Any, Aval]:
         """(value, aval) of a Tensor or of an EagerTensor of this runtime (its value may be pending)."""
         if isinstance(t, Tensor):
-            return t._array, Aval(t.shape, t.dtype)
+            return t.array, Aval(t.shape, t.dtype)
         if isinstance(t, EagerTensor):
             self.check_owned(op, t)
-            return t._value, t._aval
+            return t.payload, t.aval
         raise InvalidArgument(op, "a Tensor or an EagerTensor", type(t).__name__)
 
     def variable_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
@@ -198,7 +221,7 @@ class EagerRuntime:
         """x as an EagerTensor of this runtime, or a clear error."""
         if not isinstance(x, EagerTensor):
             raise InvalidArgument(op, "an EagerTensor", type(x).__name__)
-        if x._rt is not self:
+        if x.runtime is not self:
             raise RuntimeMismatch(op, "tensors of this runtime", "a tensor of another EagerRuntime")
         return x
 
@@ -248,25 +271,6 @@ class EagerRuntime:
         finally:
             self._traces.remove(trace)
 
-    def _carries(self, inputs: tuple) -> bool:
-        """True when an active trace has a tangent for one of ``inputs``."""
-        return any(trace.tangent(x) is not None for trace in self._traces for x in inputs)
-
-    def _carry_fused(self, s: EagerSession, prim: Any, inputs: tuple, params: dict, avals: tuple) -> tuple:
-        """A composite under the one active trace, nothing recorded: its outputs and their tangents
-        from one kernel (see ``opset.fused_jvp``), the tangents seeded into the trace."""
-        (trace,) = traces = self._traces
-        tangents = [trace.tangent(x) for x in inputs]
-        self._traces = []
-        try:
-            both = fused_jvp(s, prim.inline, prim.cost, inputs, tangents, params, avals, with_outputs=True)
-        finally:
-            self._traces = traces
-        outs, dots = both[: len(avals)], both[len(avals):]
-        for o, t in zip(outs, dots):
-            trace.seed(s, o, t)
-        return outs
-
     def _carry(self, s: EagerSession, prim: Any, params: dict, inputs: tuple, outputs: tuple) -> None:
         """Push one op through the active traces, newest first; each runs its rule with only older traces active.
 
@@ -280,6 +284,41 @@ class EagerRuntime:
                 traces[k].push(s, prim, params, inputs, outputs)
         finally:
             self._traces = traces
+
+    def jvp_of(self, s: EagerSession, f: Callable[[list], Sequence], primals: Sequence[Any],
+               tangents: Sequence[Any]) -> tuple:
+        """The tangents of ``f(primals)``'s outputs along ``tangents`` (None: zero): forward mode through
+        f's ops as they run in session ``s`` (a trace of its own, the newest)."""
+        trace = ForwardTrace(self._ad)
+        seeded: set = set()
+        for p, t in zip(primals, tangents):
+            if t is not None and tensor_key(p) not in seeded:  # one tensor in two slots has one tangent
+                seeded.add(tensor_key(p))
+                trace.seed(s, p, t)
+        with self._tracing(trace):
+            outs = f(list(primals))
+        return tuple(trace.tangent(o) for o in outs)
+
+    def vjp_of(self, s: EagerSession, f: Callable[[list], Sequence], primals: Sequence[Any],
+               cotangents: Sequence[Any], needs: Sequence[bool]) -> tuple:
+        """The cotangents of ``primals`` for ``cotangents`` of ``f(primals)``'s outputs (None: zero), by
+        reverse mode through f's ops run in session ``s``, recorded even under ``no_grad``; None
+        where not ``needs``.
+
+        Each primal enters f as a tensor of its own, so that each gets the partial derivative
+        even where one primal depends on another: a tracked one as a recorded copy (the result
+        stays differentiable with respect to what it came from), an untracked one as a fresh leaf.
+        """
+        with self.enable_grad():
+            xs = [self.variable_from(p) if not p.is_tracked else s.scale_real(p, 1.0) for p in primals]
+            outs = f(xs)
+        roots = [(o, ct) for o, ct in zip(outs, cotangents) if ct is not None]
+        wanted = [x for x, need in zip(xs, needs) if need]
+        if not roots or not wanted:
+            return tuple(None for _ in primals)
+        cts, _ = reverse_sweep(s, self._ad, roots, wanted)
+        return tuple(dense(s, cts[tensor_key(x)]) if need and tensor_key(x) in cts else None
+                     for x, need in zip(xs, needs))
 
     # --- transforms -------------------------------------------------------------
 
@@ -338,7 +377,7 @@ class EagerRuntime:
         targets, many = self._wrt_list(op, wrt)
         cot = self._direction(op, "a cotangent", cot, out)
         with self._session(engine) as s:
-            cts, met = reverse_sweep(s, self._ad._rules, [(out, cot)], targets)
+            cts, met = reverse_sweep(s, self._ad, [(out, cot)], targets)
             results = self._swept(s, op, targets, cts, met, optional)
         return results if many else results[0]
 
@@ -371,7 +410,7 @@ class EagerRuntime:
     def _forward(self, s: EagerSession, out: EagerTensor, seeds: list, memo: TangentMemo | None) -> tuple[ForwardTrace, set]:
         """The trace of the tangents between ``seeds`` and ``out`` (replayed, or lent by ``memo``), and
         the seeded tensors that reach ``out``. An empty memo is filled."""
-        trace = ForwardTrace(self._ad._rules, memo, [w for w, _ in seeds])
+        trace = ForwardTrace(self._ad, memo, [w for w, _ in seeds])
         for w, t in seeds:
             trace.seed(s, w, t)
         nodes = ancestors([out])
@@ -440,7 +479,7 @@ class EagerRuntime:
             if cot_dot is not None:
                 trace.seed(s, cot, cot_dot)
             with self._tracing(trace):
-                cts, met = reverse_sweep(s, self._ad._rules, [(out, cot)], targets)
+                cts, met = reverse_sweep(s, self._ad, [(out, cot)], targets)
                 results = self._swept(s, op, targets, cts, met, False)
             results_dot = []
             for r in results:
@@ -457,8 +496,8 @@ class EagerRuntime:
         if not out.is_tracked:
             raise NotReachable(op, "a tracked output (one that depends on a variable)", "a constant")
         with self.no_grad(), self._session(engine or CpuEngine.serial()) as s:
-            cts, met = reverse_sweep(s, self._ad._rules, [(out, seed)], None)
+            cts, met = reverse_sweep(s, self._ad, [(out, seed)], None)
             for leaf, _ in met:
                 ct = cts.get((leaf, 0))
-                incoming = dense(s, ct).value()._array if ct is not None else np.zeros(leaf.shape, leaf.dtype)
+                incoming = dense(s, ct).value().array if ct is not None else np.zeros(leaf.shape, leaf.dtype)
                 leaf.grad = incoming if leaf.grad is None else leaf.grad + incoming

@@ -1,10 +1,9 @@
-"""EagerSession: the library's session; binding runs, records and carries each op.
+"""EagerSession: the library's session, the ops of one runtime on one engine.
 
-Binding runs the kernel on the session's engine (at once, or scheduled on a wide engine),
-puts a node on the tape when an input is tracked and the runtime records, and, while the
-runtime has forward traces active (the jvp of a pullback being taken), pushes the op through
-them. Ops also take the structured tangents and cotangents that derivative rules pass
-around (:mod:`tenferro_py.structure`). The op methods themselves are :class:`~tenferro_py.opset.OpSet`'s.
+Binding checks an op's operands (tensors of this runtime, or the structured tangents and
+cotangents that derivative rules pass around, :mod:`tenferro_py.structure`) and hands the op to
+its runtime (``EagerRuntime.process_primitive``), which runs, records and carries it. The op
+methods themselves are :class:`~tenferro_py.opset.OpSet`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from . import linalg as _linalg
 from .errors import InvalidArgument, SessionEnded, ShapeMismatch
 from .opset import OpSet
 from .structure import Structured, dense
-from .tape import EagerTensor, ForwardTrace, Node, reverse_sweep, tensor_key
+from .tape import EagerTensor
 from .ops.structural import SliceConfig
 from .tensor import Aval, Tensor, is_integer
 
@@ -51,33 +50,19 @@ class EagerSession(OpSet):
         return self._engine
 
     def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
-        """Check, run and (when tracked) record one primitive; returns its outputs."""
+        """Check one primitive's operands and hand it to the runtime, which runs and records it; its outputs."""
         if not self._open:
             self._check_open(prim.name)
         rt = self._rt
-        xs = tuple([x if type(x) is EagerTensor and x._rt is rt else self._operand(prim.name, x) for x in inputs])
+        xs = tuple([x if type(x) is EagerTensor and x.runtime is rt else self._operand(prim.name, x) for x in inputs])
         if any([type(x) is not EagerTensor for x in xs]):
             return self._bind_structured(prim, xs, params)
-        in_avals = tuple([x._aval for x in xs])
-        avals = prim.abstract(*in_avals, **params)
-        if prim.inline is not None and rt._traces and rt._carries(xs):  # a composite under a forward trace
-            if rt._recording or len(rt._traces) > 1:
-                return tuple(prim.inline(self, *xs, **params))  # its ops carry differentiable tangents as they run
-            return rt._carry_fused(self, prim, xs, params, avals)  # outputs and tangents from one kernel
-        values = self._engine.run(prim, [x._value for x in xs], params, in_avals, avals)
-        if rt._recording and any([x._node is not None for x in xs]):
-            node = Node(prim, params, xs, values, avals)
-            outs = tuple([EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals))])
-        else:
-            outs = tuple([EagerTensor(rt, v, a) for v, a in zip(values, avals)])
-        if rt._traces:
-            rt._carry(self, prim, params, xs, outs)
-        return outs
+        return rt.process_primitive(self, prim, xs, params)
 
     def _operand(self, op: str, x: object) -> Any:
         """An op's input: a tensor of this runtime or a structured value as it is, else as the runtime
         takes operands."""
-        if type(x) is EagerTensor and x._rt is self._rt:
+        if type(x) is EagerTensor and x.runtime is self._rt:
             return x
         return x if isinstance(x, Structured) else self._rt.operand(op, x)
 
@@ -93,39 +78,15 @@ class EagerSession(OpSet):
     # --- derivatives of functions of session ops, for rules -------------------------------
 
     def jvp_of(self, f: Callable[[list], Sequence], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
-        """The tangents of ``f(primals)``'s outputs along ``tangents`` (None: zero): forward mode
-        through f's ops as they run here (a trace of its own, newest of the runtime's)."""
-        rt = self._rt
-        trace = ForwardTrace(rt.ad_context._rules)
-        seeded: set = set()
-        for p, t in zip(primals, tangents):
-            if t is not None and tensor_key(p) not in seeded:  # one tensor in two slots has one tangent
-                seeded.add(tensor_key(p))
-                trace.seed(self, p, t)
-        with rt._tracing(trace):
-            outs = f(list(primals))
-        return tuple(trace.tangent(o) for o in outs)
+        """The tangents of ``f(primals)``'s outputs along ``tangents`` (None: zero), by forward mode
+        through f's ops as they run here (see :meth:`EagerRuntime.jvp_of`)."""
+        return self._rt.jvp_of(self, f, primals, tangents)
 
     def vjp_of(self, f: Callable[[list], Sequence], primals: Sequence[Any], cotangents: Sequence[Any],
                needs: Sequence[bool]) -> tuple:
         """The cotangents of ``primals`` for ``cotangents`` of ``f(primals)``'s outputs (None: zero), by
-        reverse mode through f's ops, recorded here even under ``no_grad``; None where not ``needs``.
-
-        Each primal enters f as a tensor of its own, so that each gets the partial derivative
-        even where one primal depends on another: a tracked one as a recorded copy (the result
-        stays differentiable with respect to what it came from), an untracked one as a fresh leaf.
-        """
-        rt = self._rt
-        with rt.enable_grad():
-            xs = [rt.variable_from(p) if p._node is None else self.scale_real(p, 1.0) for p in primals]
-            outs = f(xs)
-        roots = [(o, ct) for o, ct in zip(outs, cotangents) if ct is not None]
-        wanted = [x for x, need in zip(xs, needs) if need]
-        if not roots or not wanted:
-            return tuple(None for _ in primals)
-        cts, _ = reverse_sweep(self, rt.ad_context._rules, roots, wanted)
-        return tuple(dense(self, cts[tensor_key(x)]) if need and tensor_key(x) in cts else None
-                     for x, need in zip(xs, needs))
+        reverse mode through f's ops (see :meth:`EagerRuntime.vjp_of`)."""
+        return self._rt.vjp_of(self, f, primals, cotangents, needs)
 
     def transpose_linear(self, f: Callable[[list], Sequence], primals: Sequence[Any], cotangents: Sequence[Any],
                          needs: Sequence[bool]) -> tuple:

@@ -105,6 +105,11 @@ class EagerTensor:
         return self._rt
 
     @property
+    def payload(self) -> "np.ndarray | Pending":
+        """The value as its kernel left it: the array, or, on a wide engine, the Pending output."""
+        return self._value
+
+    @property
     def is_tracked(self) -> bool:
         """True for variables and results that depend on one."""
         return self._node is not None
@@ -149,6 +154,16 @@ class EagerTensor:
     def __repr__(self) -> str:
         kind = "variable" if self.is_leaf else "tracked" if self.is_tracked else "constant"
         return f"EagerTensor({kind}, shape={list(self.shape)}, dtype={self.dtype})"
+
+
+def op_outputs(rt: Owner, prim: Any, params: dict, inputs: tuple, values: tuple, avals: tuple,
+               record: bool) -> tuple[EagerTensor, ...]:
+    """An op's outputs as tensors of ``rt``: tracked, with a node on the tape, when ``record`` and
+    an input is tracked; else constants."""
+    if record and any([x._node is not None for x in inputs]):
+        node = Node(prim, params, inputs, values, avals)
+        return tuple([EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals))])
+    return tuple([EagerTensor(rt, v, a) for v, a in zip(values, avals)])
 
 
 def output_tensors(rt: Owner, node: Node) -> tuple[EagerTensor, ...]:
@@ -229,7 +244,7 @@ def reverse_sweep(s: Any, rules: Any, roots: Sequence[tuple[EagerTensor, Any]],
         if all(c is None for c in out_cts):
             continue
         rule = rule_for(rules, node.prim, "vjp")
-        if not rule.structured:
+        if rule.dense_only:
             out_cts = [dense(s, c) for c in out_cts]
         needs = tuple(is_target(x) or (type(x._node) is Node and x._node.id in live) for x in node.inputs)
         in_cts = rule.vjp(s, out_cts, node.inputs, output_tensors(s.runtime, node), needs, **node.params)
@@ -333,7 +348,7 @@ class ForwardTrace:
         if all(t is None for t in tangents):
             return
         rule = rule_for(self._rules, prim, "jvp")
-        if not rule.structured:
+        if rule.dense_only:
             tangents = [dense(s, t) for t in tangents]
         for o, t in zip(outputs, rule.jvp(s, tangents, tuple(inputs), tuple(outputs), **params)):
             if t is not None:

@@ -247,8 +247,7 @@ def _tangent_cost(in_avals, out_avals, params) -> float:
     return 2.0 * m * n * k + 4.0 * k * k * k
 
 
-svd_tangent_p = _RULES.define("svd_tangent", _tangent_abstract, **composite(_svd_tangent, _tangent_cost),
-                              structured_rules=True)
+svd_tangent_p = _RULES.define("svd_tangent", _tangent_abstract, **composite(_svd_tangent, _tangent_cost))
 
 
 def _svd_jvp(s, tangents, primals, outputs, derivative_eps):
@@ -328,8 +327,7 @@ def _pullback_cost(in_avals, out_avals, params) -> float:
     return 2.0 * k * kk * (m + n) + 4.0 * m * kk * n
 
 
-svd_pullback_p = _RULES.define("svd_pullback", _pullback_abstract, **composite(_svd_pullback, _pullback_cost),
-                               structured_rules=True)
+svd_pullback_p = _RULES.define("svd_pullback", _pullback_abstract, **composite(_svd_pullback, _pullback_cost))
 
 
 def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
@@ -349,7 +347,6 @@ svd_p = _RULES.define(
     _svd_impl,
     _svd_jvp,
     _svd_vjp,
-    structured_rules=True,
     cost=lambda in_avals, out_avals, params: 10.0 * math.prod(in_avals[0].shape) * out_avals[1].shape[0],
 )
 
@@ -450,6 +447,7 @@ complement_solve_p = _RULES.define(
     _complement_solve_jvp,
     _complement_solve_vjp,
     cost=_complement_solve_cost,
+    dense_only=True,
 )
 
 
@@ -498,6 +496,7 @@ svd_krylov_p = _RULES.define(
     _krylov_jvp,
     vjp_from_linear_jvp(_krylov_jvp),
     cost=lambda in_avals, out_avals, params: 40.0 * math.prod(in_avals[0].shape) * out_avals[1].shape[0],
+    dense_only=True,
 )
 
 
@@ -563,7 +562,6 @@ eigh_p = _RULES.define(
     _eigh_impl,
     _eigh_jvp,
     _eigh_vjp,
-    structured_rules=True,
     cost=lambda in_avals, out_avals, params: 9.0 * in_avals[0].shape[0] ** 3,  # tridiagonalisation and vectors
 )
 
@@ -599,6 +597,7 @@ stack_p = _RULES.define(
     lambda *xs: (np.stack(xs),),
     jvp=lambda s, tangents, primals, outputs: (_stack(s, tangents, primals[0]),),
     vjp=lambda s, cotangents, primals, outputs, needs: _unstack(s, cotangents[0]),
+    dense_only=True,
 )
 
 unstack_p = _RULES.define(
@@ -607,6 +606,7 @@ unstack_p = _RULES.define(
     tuple,  # the matrices x[0], x[1], … (views)
     jvp=lambda s, tangents, primals, outputs: _unstack(s, tangents[0]),
     vjp=lambda s, cotangents, primals, outputs, needs: (_stack(s, cotangents, outputs[0]),),
+    dense_only=True,
 )
 
 
@@ -697,6 +697,7 @@ unit_solve_p = _RULES.define(
     _unit_solve_jvp,
     _unit_solve_vjp,
     cost=lambda in_avals, out_avals, params: float(in_avals[0].shape[0] * math.prod(in_avals[1].shape)),
+    dense_only=True,
 )
 
 
@@ -810,6 +811,7 @@ qr_p = _RULES.define(
     _qr_jvp,
     _qr_vjp,
     cost=lambda in_avals, out_avals, params: 4.0 * math.prod(in_avals[0].shape) * out_avals[1].shape[0],
+    dense_only=True,
 )
 
 
@@ -878,6 +880,7 @@ solve_p = _RULES.define(
     _solve_vjp,
     cost=lambda in_avals, out_avals, params: in_avals[0].shape[0] ** 2 * (
         in_avals[0].shape[0] + 2.0 * math.prod(in_avals[1].shape[1:])),
+    dense_only=True,
 )
 
 
@@ -905,6 +908,7 @@ inv_p = _RULES.define(
     vjp=lambda s, cotangents, primals, outputs, needs: (
         s.neg(s.einsum([cj(s, outputs[0]), cotangents[0], cj(s, outputs[0])], "ji,jk,lk->il")),),
     cost=lambda in_avals, out_avals, params: 2.0 * in_avals[0].shape[0] ** 3,
+    dense_only=True,
 )
 
 
@@ -924,6 +928,7 @@ reciprocal_or_zero_p = _RULES.define(
     _reciprocal_or_zero_impl,
     jvp=lambda s, tangents, primals, outputs: (s.neg(s.mul(tangents[0], s.mul(outputs[0], outputs[0]))),),
     vjp=lambda s, cotangents, primals, outputs, needs: (s.neg(s.mul(cotangents[0], s.mul(outputs[0], outputs[0]))),),
+    dense_only=True,
 )
 
 
@@ -957,6 +962,7 @@ frobenius_p = _RULES.define(
     _frobenius_impl,
     _frobenius_jvp,
     _frobenius_vjp,
+    dense_only=True,
 )
 
 VECTOR_ORDS = (None, 2, 1, math.inf, -math.inf)

@@ -88,4 +88,5 @@ cholesky_p = _RULES.define(
     _cholesky_jvp,
     _cholesky_vjp,
     cost=lambda in_avals, out_avals, params: in_avals[0].shape[0] ** 3 / 3.0,
+    dense_only=True,
 )

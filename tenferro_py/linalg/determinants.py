@@ -41,6 +41,7 @@ _inverse_p = _RULES.define(
     vjp=lambda s, cotangents, primals, outputs, needs, op, purpose: _INV_RULE.vjp(s, cotangents, primals, outputs,
                                                                                needs),
     cost=lambda in_avals, out_avals, params: 2.0 * in_avals[0].shape[0] ** 3,
+    dense_only=True,
 )
 
 
@@ -98,6 +99,7 @@ slogdet_p = _RULES.define(
     _slogdet_jvp,
     _slogdet_vjp,
     cost=lambda in_avals, out_avals, params: 2.0 * in_avals[0].shape[0] ** 3 / 3.0,
+    dense_only=True,
 )
 
 
@@ -155,6 +157,7 @@ adjugate_p = _RULES.define(
     _adjugate_jvp,
     _adjugate_vjp,
     cost=lambda in_avals, out_avals, params: 12.0 * in_avals[0].shape[0] ** 3,
+    dense_only=True,
 )
 
 
@@ -180,4 +183,5 @@ det_p = _RULES.define(
     vjp=lambda s, cotangents, primals, outputs, needs: (
         s.einsum([cotangents[0], cj(s, _adjugate(s, primals[0]))], ",ji->ij"),),
     cost=lambda in_avals, out_avals, params: 2.0 * in_avals[0].shape[0] ** 3 / 3.0,
+    dense_only=True,
 )

@@ -103,6 +103,7 @@ constants_p = _RULES.define(
     _constants_impl,
     jvp=lambda s, tangents, primals, outputs: (None, None),
     vjp=lambda s, cotangents, primals, outputs, needs: (None, None, None),
+    dense_only=True,
 )
 
 
@@ -153,6 +154,7 @@ coupling_p = _RULES.define(
     _coupling_impl,
     _coupling_jvp,
     _coupling_vjp,
+    dense_only=True,
 )
 
 
@@ -183,6 +185,7 @@ gate_p = _RULES.define(
         None if tangents[2] is None else s.bind(gate_p, primals[0], primals[1], tangents[2], check=False)[0],),
     vjp=lambda s, cotangents, primals, outputs, needs, check: (
         None, None, s.bind(gate_p, primals[0], primals[1], cotangents[0], check=not check)[0]),
+    dense_only=True,
 )
 
 
@@ -222,7 +225,8 @@ def _cost(in_avals, out_avals, params) -> float:
     return 25.0 * in_avals[0].shape[0] ** 3  # Hessenberg reduction, QR iterations, vectors
 
 
-eig_p = _RULES.define("eig", _eig_abstract, _eig_impl, _eig_jvp, vjp_from_linear_jvp(_eig_jvp), cost=_cost)
+eig_p = _RULES.define("eig", _eig_abstract, _eig_impl, _eig_jvp, vjp_from_linear_jvp(_eig_jvp), cost=_cost,
+                      dense_only=True)
 
 eigvals_p = _RULES.define(
     "eigvals",
@@ -231,4 +235,5 @@ eigvals_p = _RULES.define(
     _eigvals_jvp,
     vjp_from_linear_jvp(_eigvals_jvp),
     cost=_cost,
+    dense_only=True,
 )

@@ -76,6 +76,7 @@ value_p = _RULES.define(
     _value_impl,
     jvp=lambda s, tangents, primals, outputs, **params: (_value_rule(s, tangents[0], primals[0], **params),),
     vjp=lambda s, cotangents, primals, outputs, needs, **params: (_value_rule(s, cotangents[0], primals[0], **params),),
+    dense_only=True,
 )
 
 # --- F ----------------------------------------------------------------------------------------
@@ -123,7 +124,8 @@ eigh_function_p = _RULES.define(
     jvp=lambda s, tangents, primals, outputs, functions: (_daleckii_krein(s, primals[0], tangents[0], functions),),
     vjp=lambda s, cotangents, primals, outputs, needs, functions: (
         _daleckii_krein(s, primals[0], cotangents[0], functions),),
-    cost=lambda in_avals, out_avals, params: 13.0 * in_avals[0].shape[0] ** 3,  # eigh and two products
+    cost=lambda in_avals, out_avals, params: 13.0 * in_avals[0].shape[0] ** 3,  # eigh and two products,
+    dense_only=True,
 )
 
 

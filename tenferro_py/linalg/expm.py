@@ -108,6 +108,7 @@ expm_frechet_p = _RULES.define(
     _frechet_jvp,
     _frechet_vjp,
     cost=lambda in_avals, out_avals, params: 60.0 * in_avals[0].shape[0] ** 3,
+    dense_only=True,
 )
 
 expm_p = _RULES.define(
@@ -117,4 +118,5 @@ expm_p = _RULES.define(
     jvp=lambda s, tangents, primals, outputs: (_frechet(s, primals[0], tangents[0]),),
     vjp=lambda s, cotangents, primals, outputs, needs: (_frechet(s, _adjoint(s, primals[0]), cotangents[0]),),
     cost=lambda in_avals, out_avals, params: 20.0 * in_avals[0].shape[0] ** 3,
+    dense_only=True,
 )

@@ -34,6 +34,7 @@ refused_derivative_p = _RULES.define(
     lambda x, shape, dtype, op, expected, got: (np.zeros(shape, dtype),),
     jvp=lambda s, tangents, primals, outputs, op, expected, got, **params: _refuse(op, expected, got)(),
     vjp=lambda s, cotangents, primals, outputs, needs, op, expected, got, **params: _refuse(op, expected, got)(),
+    dense_only=True,
 )
 
 

@@ -144,7 +144,8 @@ inverse_frechet_p = _RULES.define(
     _inverse_frechet_impl,
     _inverse_frechet_jvp,
     _inverse_frechet_vjp,
-    cost=lambda in_avals, out_avals, params: 13.0 * in_avals[0].shape[0] ** 3,  # eigh and four products
+    cost=lambda in_avals, out_avals, params: 13.0 * in_avals[0].shape[0] ** 3,  # eigh and four products,
+    dense_only=True,
 )
 
 
@@ -172,14 +173,14 @@ def _cost(in_avals, out_avals, params) -> float:
 sqrtm_p = _RULES.define(
     "sqrtm", square_abstract("sqrtm"),
     lambda x: apply_on_spectrum("sqrtm", "semidefinite", x, lambda w: np.sqrt(np.maximum(w, 0))),
-    **_self_adjoint(lambda s, y, e: solve_frechet(s, y, e, "square")), cost=_cost)
+    **_self_adjoint(lambda s, y, e: solve_frechet(s, y, e, "square")), cost=_cost, dense_only=True)
 
 inv_sqrtm_p = _RULES.define(
     "inv_sqrtm", square_abstract("inv_sqrtm"),
     lambda x: apply_on_spectrum("inv_sqrtm", "definite", x, lambda w: 1 / np.sqrt(w)),
-    **_self_adjoint(_inv_sqrt_rule), cost=_cost)
+    **_self_adjoint(_inv_sqrt_rule), cost=_cost, dense_only=True)
 
 logm_p = _RULES.define(
     "logm", square_abstract("logm"),
     lambda x: apply_on_spectrum("logm", "definite", x, np.log),
-    **_self_adjoint(lambda s, y, e: solve_frechet(s, y, e, "exp")), cost=_cost)
+    **_self_adjoint(lambda s, y, e: solve_frechet(s, y, e, "exp")), cost=_cost, dense_only=True)

@@ -83,6 +83,7 @@ binary_scale_p = _RULES.define(
     _binary_scale_impl,
     jvp=lambda s, tangents, primals, outputs: (None,),
     vjp=lambda s, cotangents, primals, outputs, needs: (None,),
+    dense_only=True,
 )
 
 
@@ -129,4 +130,5 @@ pinv_p = _RULES.define(
     _pinv_jvp,
     _pinv_vjp,
     cost=lambda in_avals, out_avals, params: 12.0 * math.prod(in_avals[0].shape) * min(in_avals[0].shape),
+    dense_only=True,
 )

@@ -360,10 +360,11 @@ svd_p = _RULES.define(
 # of the next values it converged (zeros pad them to a fixed width; they only speed up the
 # solve below, whose solution does not depend on them, and carry no derivative). Its JVP is exact: with
 # C = Uᴴ dA V, the kept pairs couple as in the full rule, and the discarded subspace enters
-# through X = complement_solve(A, U, s, dA V S + A dAᴴ U), the solution of (s_i² − AAᴴ) x_i = r_i
-# on the complement of U: dU = U J + X, dV = V(−J'ᴴ) + (dAᴴ U − V Cᴴ + Aᴴ X) S⁻¹. Everything is
-# written in session ops, complement_solve's own rules included, so the VJP is the JVP's
-# transpose and every order follows.
+# through (X, W) = complement_solve(A, U, V, s, dA V, dAᴴ U), the solution of the coupled system
+# s_i x_i − A w_i = dA v_i, s_i w_i − Aᴴ x_i = dAᴴ u_i on the complements of U and V:
+# dU = U J + X, dV = V(−J'ᴴ) + W. No power of A or s, and no division by s, enters, so the
+# digits of small kept values are kept. Everything is written in session ops, complement_solve's
+# own rules included, so the VJP is the JVP's transpose and every order follows.
 
 
 def deflation_width(m: int, n: int, k: int) -> int:
@@ -372,24 +373,24 @@ def deflation_width(m: int, n: int, k: int) -> int:
 
 
 def _complement_solve_abstract(
-    a: Aval, u: Aval, sv: Aval, g: Aval, vt: Aval, z: Aval, zt: Aval, zv: Aval, eps
-) -> tuple[Aval]:
-    return (g,)
+    a: Aval, u: Aval, vt: Aval, sv: Aval, gu: Aval, gv: Aval, z: Aval, zt: Aval, zv: Aval, eps
+) -> tuple[Aval, Aval]:
+    return gu, gv
 
 
-def _complement_solve_impl(a, u, sv, g, vt, z, zt, zv, eps):
-    return (krylov.complement_solve(a, u, vt, sv, g, z, zt, zv, eps),)
+def _complement_solve_impl(a, u, vt, sv, gu, gv, z, zt, zv, eps):
+    return krylov.complement_solve(a, u, vt, sv, gu, gv, z, zt, zv, eps)
 
 
 def _complement_solve_cost(in_avals, out_avals, params) -> float:
     """A dozen steps of conjugate gradients, two products with A each."""
-    (m, n), k = in_avals[0].shape, in_avals[3].shape[1]
+    (m, n), k = in_avals[0].shape, in_avals[4].shape[1]
     return 48.0 * m * n * k
 
 
-def _complement_solve(s, a, u, sv, g, rest, eps):
-    """complement_solve of g; ``rest`` = (Vᴴ, deflation triplets Z, Zᴴ-side, values): constants."""
-    return s.bind(complement_solve_p, a, u, sv, g, *rest, eps=eps)[0]
+def _complement_solve(s, a, u, vt, sv, gu, gv, rest, eps):
+    """complement_solve of (gu, gv); ``rest`` = (deflation triplets Z, Zᴴ-side, values): constants."""
+    return s.bind(complement_solve_p, a, u, vt, sv, gu, gv, *rest, eps=eps)
 
 
 def _column_scaled(s, x, vec):
@@ -397,50 +398,71 @@ def _column_scaled(s, x, vec):
     return s.einsum([x, lift_real(s, vec, x)], "ai,i->ai")
 
 
-def _complement_solve_residual(s, a, u, sv, g, y):
-    """R = Y S² − AAᴴY − G, which lies in span(U) for the solution Y."""
-    squares = s.mul(sv, sv)
-    return s.sub(s.sub(_column_scaled(s, y, squares), s.einsum([a, cj(s, a), y], "ab,cb,ci->ai")), g)
+def _coupled(s, a, sv, x, w):
+    """The system's operator L on (x, w), column i: (s_i x − A w, s_i w − Aᴴ x)."""
+    return (s.sub(_column_scaled(s, x, sv), s.einsum([a, w], "ab,bi->ai")),
+            s.sub(_column_scaled(s, w, sv), s.einsum([cj(s, a), x], "ab,ai->bi")))
 
 
 def _complement_solve_jvp(s, tangents, primals, outputs, eps):
-    """dY = solve(dG + d(AAᴴ) Y − 2 Y diag(s ds) + AAᴴ U C + dU Uᴴ R) + U C, with C = −dUᴴ Y and R
-    the residual: the equation P (S² − AAᴴ) Y = P G differentiated, and Uᴴ Y = 0 kept."""
-    (da, du, dsv, dg), (a, u, sv, g), rest, (y,) = tangents[:4], primals[:4], primals[4:], outputs
-    terms = [dg]
+    """(dX, dW) = solve(dG − dL Y − L B + (dU Uᴴ R_u, dV Vᴴ R_v)) + B: the projected equation
+    Π L Y = Π G differentiated, with Y = (X, W), R = L Y − G (in the kept spaces), and
+    B = (−U dUᴴ X, −V dVᴴ W) the part that keeps Y on the moving complements."""
+    (da, du, dvt, dsv, dgu, dgv), (a, u, vt, sv, gu, gv), rest, (x, w) = tangents[:6], primals[:6], primals[6:], outputs
+    terms_x, terms_w = [dgu], [dgv]
     if da is not None:
-        terms += [s.einsum([da, cj(s, a), y], "ab,cb,ci->ai"), s.einsum([a, cj(s, da), y], "ab,cb,ci->ai")]
+        terms_x.append(s.einsum([da, w], "ab,bi->ai"))
+        terms_w.append(s.einsum([cj(s, da), x], "ab,ai->bi"))
     if dsv is not None:
-        terms.append(_column_scaled(s, y, s.scale_real(s.mul(sv, dsv), -2.0)))
-    back = None
-    if du is not None:
-        back = s.neg(s.einsum([u, cj(s, du), y], "ai,bi,bj->aj"))  # U C, C = −dUᴴ Y
-        terms.append(s.einsum([a, cj(s, a), back], "ab,cb,ci->ai"))
-        terms.append(s.einsum([du, cj(s, u), _complement_solve_residual(s, a, u, sv, g, y)], "ai,bi,bj->aj"))
-    rhs = None
+        terms_x.append(s.neg(_column_scaled(s, x, dsv)))
+        terms_w.append(s.neg(_column_scaled(s, w, dsv)))
+    back_x = None if du is None else s.neg(s.einsum([u, cj(s, du), x], "ai,bi,bj->aj"))
+    back_w = None if dvt is None else s.neg(s.einsum([cj(s, vt), dvt, w], "ia,ib,bj->aj"))
+    if back_x is not None or back_w is not None:
+        lx, lw = _coupled(s, a, sv, *(b if b is not None else s.zeros(y.shape, y.dtype)
+                                      for b, y in ((back_x, x), (back_w, w))))
+        terms_x.append(s.neg(lx))
+        terms_w.append(s.neg(lw))
+    if du is not None or dvt is not None:
+        rx, rw = _coupled(s, a, sv, x, w)
+        if du is not None:
+            terms_x.append(s.einsum([du, cj(s, u), s.sub(rx, gu)], "ai,bi,bj->aj"))
+        if dvt is not None:
+            terms_w.append(s.einsum([cj(s, dvt), vt, s.sub(rw, gv)], "ib,ic,cj->bj"))
+    rhs_x, rhs_w = (_sum_or_zeros(s, terms, y) for terms, y in ((terms_x, x), (terms_w, w)))
+    dx, dw = _complement_solve(s, a, u, vt, sv, rhs_x, rhs_w, rest, eps)
+    return s.accumulate(dx, back_x), s.accumulate(dw, back_w)
+
+
+def _sum_or_zeros(s, terms, like):
+    total = None
     for t in terms:
-        rhs = s.accumulate(rhs, t)
-    if rhs is None:
-        return (back,)
-    return (s.accumulate(_complement_solve(s, a, u, sv, rhs, rest, eps), back),)
+        total = s.accumulate(total, t)
+    return total if total is not None else s.zeros(like.shape, like.dtype)
 
 
 def _complement_solve_vjp(s, cotangents, primals, outputs, needs, eps):
-    """Λ = solve(Ȳ) (the operator is self-adjoint on the complement): Ḡ = Λ, Ā = Λ YᴴA + Y ΛᴴA,
-    s̄ = −2 s Re diag(ΛᴴY), Ū = Λ RᴴU − Y ΛᴴAAᴴU − Y ȲᴴU."""
-    (yb,), (a, u, sv, g), rest, (y,) = cotangents, primals[:4], primals[4:], outputs
-    lam = _complement_solve(s, a, u, sv, yb, rest, eps)
-    a_bar = sv_bar = u_bar = None
+    """Λ = solve(Ȳ) (the operator is self-adjoint on the complements): Ḡ = Λ, Ā = Λ_x Wᴴ + X Λ_wᴴ,
+    s̄ = −Re diag(Λ_xᴴ X + Λ_wᴴ W), Ū = Λ_x R_uᴴ U − X T_uᴴ U, V̄ = Λ_w R_vᴴ V − W T_wᴴ V, with
+    T = Ȳ − L Λ and R = L Y − G."""
+    (a, u, vt, sv, gu, gv), rest, (x, w) = primals[:6], primals[6:], outputs
+    xb, wb = (c if c is not None else s.zeros(y.shape, y.dtype) for c, y in zip(cotangents, (x, w)))
+    lam_x, lam_w = _complement_solve(s, a, u, vt, sv, xb, wb, rest, eps)
+    a_bar = u_bar = vt_bar = sv_bar = None
     if needs[0]:
-        a_bar = s.add(s.einsum([lam, cj(s, y), a], "ai,bi,bc->ac"), s.einsum([y, cj(s, lam), a], "ai,bi,bc->ac"))
-    if needs[2]:
-        sv_bar = s.mul(s.scale_real(sv, -2.0), s.real(s.einsum([cj(s, lam), y], "ai,ai->i")))
-    if needs[1]:
-        residual = _complement_solve_residual(s, a, u, sv, g, y)
-        u_bar = s.sub(s.sub(s.einsum([lam, cj(s, residual), u], "ai,bi,bj->aj"),
-                            s.einsum([y, cj(s, lam), a, cj(s, a), u], "ai,bi,bc,dc,dj->aj")),
-                      s.einsum([y, cj(s, yb), u], "ai,bi,bj->aj"))
-    return (a_bar, u_bar, sv_bar, lam if needs[3] else None, None, None, None, None)
+        a_bar = s.add(s.einsum([lam_x, cj(s, w)], "ai,bi->ab"), s.einsum([x, cj(s, lam_w)], "ai,bi->ab"))
+    if needs[1] or needs[2]:
+        rx, rw = _coupled(s, a, sv, x, w)
+        lx, lw = _coupled(s, a, sv, lam_x, lam_w)
+        if needs[1]:
+            u_bar = s.sub(s.einsum([lam_x, cj(s, s.sub(rx, gu)), u], "ai,bi,bj->aj"),
+                          s.einsum([x, cj(s, s.sub(xb, lx)), u], "ai,bi,bj->aj"))
+        if needs[2]:
+            vt_bar = s.sub(s.einsum([vt, s.sub(rw, gv), cj(s, lam_w)], "ib,bj,aj->ia"),
+                           s.einsum([vt, s.sub(wb, lw), cj(s, w)], "ib,bj,aj->ia"))
+    if needs[3]:
+        sv_bar = s.neg(s.real(s.add(s.einsum([cj(s, lam_x), x], "ai,ai->i"), s.einsum([cj(s, lam_w), w], "bi,bi->i"))))
+    return (a_bar, u_bar, vt_bar, sv_bar, lam_x if needs[4] else None, lam_w if needs[5] else None, None, None, None)
 
 
 complement_solve_p = _RULES.define(
@@ -478,16 +500,13 @@ def _krylov_impl(a, k, derivative_eps):
 def _krylov_jvp(s, tangents, primals, outputs, k, derivative_eps):
     (da,), (a,), (u, sv, vt, z, zt, zv) = tangents, primals, outputs
     eps = _eps(s, derivative_eps)
-    c, ju, jv_h, inverse = _pair_tangent(s, u, sv, vt, da, eps)
-    c_h = s.transpose(cj(s, c), (1, 0))
-    da_h_u = s.einsum([cj(s, da), u], "ba,bi->ai")  # dAᴴ U
-    rhs = s.add(_column_scaled(s, s.einsum([da, cj(s, vt)], "ab,ib->ai"), sv), s.einsum([a, da_h_u], "ab,bi->ai"))
-    x = _complement_solve(s, a, u, sv, rhs, (vt, z, zt, zv), eps)
+    c, ju, jv_h, _ = _pair_tangent(s, u, sv, vt, da, eps)
+    gu = s.einsum([da, cj(s, vt)], "ab,ib->ai")  # dA V
+    gv = s.einsum([cj(s, da), u], "ba,bi->ai")  # dAᴴ U
+    x, w = _complement_solve(s, a, u, vt, sv, gu, gv, (z, zt, zv), eps)
     du = s.add(s.einsum([u, ju], "ai,ij->aj"), x)
     ds = s.real(s.einsum([c], "ii->i"))
-    dv_rest = s.add(s.sub(da_h_u, s.einsum([cj(s, vt), c_h], "ib,ij->bj")), s.einsum([cj(s, a), x], "ab,ai->bi"))
-    dvt = s.add(s.einsum([jv_h, vt], "ji,ib->jb"),
-                s.transpose(cj(s, _column_scaled(s, dv_rest, inverse)), (1, 0)))
+    dvt = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), s.transpose(cj(s, w), (1, 0)))
     return du, ds, dvt, None, None, None
 
 

@@ -111,6 +111,8 @@ def spectrum_scale(s, values):
     a sorted spectrum (max(|first|, |last|); s₁ for singular values), and 1 for a zero spectrum, whose
     coefficients are then zero, not NaN, at every order (1/scale enters their derivatives)."""
     n = values.shape[0]
+    if n == 0:  # no values, no coefficients: any scale will do
+        return _full(s, (1,), 1, values.dtype)
     first, last = s.abs(_columns(s, values, 1, 0)), s.abs(s.slice(values, SliceConfig([n - 1], [n])))
     largest = s.scale_real(s.add(s.add(first, last), s.abs(s.sub(first, last))), 0.5)  # max(a, b) for a, b ≥ 0
     return s.constant_from(s.add(largest, s.bind(zero_mask, largest)[0]))
@@ -629,6 +631,14 @@ unstack_p = _RULES.define(
 )
 
 
+def _empty_from(s, x, shape, dtype):
+    """An empty tensor of ``shape`` and ``dtype`` computed from the empty x (no work), so that it
+    depends on x as a factorisation's output does: its derivatives reach x (and are empty)."""
+    if x.dtype != dtype:
+        x = s.real(x) if x.dtype.kind == "c" else s.complex(x, x)
+    return s.reshape(x, shape) if x.dtype == dtype else s.zeros(shape, dtype)
+
+
 def bind_batched(s, op: str, prim, operands, core_ranks, **params) -> tuple:
     """``prim`` (an op on single matrices or vectors) on stacks of them: operand i is
     (..., core) with ``core_ranks[i]`` core axes; the leading (batch) axes of the operands
@@ -644,9 +654,9 @@ def bind_batched(s, op: str, prim, operands, core_ranks, **params) -> tuple:
         return s.bind(prim, *operands, **params)
     cores = [x.shape[x.ndim - core:] for x, core in zip(operands, core_ranks)]
     count = math.prod(batch)
-    if count == 0:
+    if count == 0:  # no matrices: each output an empty reshape of the first operand, so that it stays on its trace
         avals = prim.abstract(*[Aval(c, x.dtype) for x, c in zip(operands, cores)], **params)
-        return tuple(s.zeros(batch + a.shape, a.dtype) for a in avals)
+        return tuple(_empty_from(s, operands[0], batch + a.shape, a.dtype) for a in avals)
     columns = [[x] * count if x.ndim == len(c) else s.bind(unstack_p, s.reshape(x, (count,) + c))
                for x, c in zip(operands, cores)]
     results = [s.bind(prim, *args, **params) for args in zip(*columns)]
@@ -756,6 +766,8 @@ def _pivot_reciprocals(s, r1, eps):
     of R_jj / c over c, for c = max |R_jj| (a constant): 0 at a zero pivot, never inf. Where every
     pivot is zero (A = 0) c is 1, so that the derivatives of the coefficients stay finite too."""
     d = s.real(s.einsum([r1], "ii->i"))
+    if d.shape[0] == 0:  # no pivots (an empty A)
+        return d
     largest = s.reduce_max(s.abs(d))
     scale = s.constant_from(s.add(largest, s.sub(_full(s, (), 1, d.dtype), s.sign(largest))))  # c, or 1 at c = 0
     scale = s.broadcast_in_dim(scale, d.shape, ())
@@ -995,6 +1007,9 @@ def norm(s, x, ord):
         raise InvalidArgument("norm", f"a {what} order among {', '.join(map(repr, ords))}", repr(ord))
     if ord is None or ord == "fro" or (x.ndim == 1 and ord == 2):
         return s.bind(frobenius_p, x)[0]
+    if ord in (2, -2) and min(x.shape) == 0:  # as NumPy: an empty spectrum has no extreme value
+        raise ShapeMismatch("norm", f"a matrix with at least one row and column for ord {ord} (an extreme "
+                                    "singular value)", f"shape {list(x.shape)}")
     if ord == "nuc" or ord in (2, -2):
         sv = s.bind(svd_p, x, derivative_eps=None)[1]
         if ord == "nuc":

@@ -107,7 +107,8 @@ def truncated_svd(a: np.ndarray, k: int, tol: float = TOLERANCE) -> tuple[np.nda
     m, n = a.shape
     c = power_of_two_near(float(np.max(np.abs(a))) if a.size else 0.0)
     if c != 1.0:  # iterate on A/c, |entries| near 1: AᴴA neither overflows nor underflows at any scale
-        u, s, vh, z, zh, z_values = truncated_svd(a / c, k, tol)
+        u, s, vh, z, zh, z_values = truncated_svd(a * (1.0 / c), k, tol)  # (not a / c: NumPy's complex
+        # division overflows by a subnormal c)
         return u, s * c, vh, z, zh, z_values * c
     found = _krylov(a, k, tol) if k <= KRYLOV_UP_TO * min(m, n) and min(m, n) >= KRYLOV_FROM else None
     if found is None:
@@ -120,11 +121,13 @@ def truncated_svd(a: np.ndarray, k: int, tol: float = TOLERANCE) -> tuple[np.nda
             np.ascontiguousarray(left[:, k:count]), np.ascontiguousarray(right_h[k:count]), values[k:count].copy())
 
 
-def power_of_two_near(x: float) -> float:
-    """2^round(log₂ x) for a finite x > 0, else 1: a scale that divides exactly (bar underflow)."""
+def power_of_two_near(x: float, dtype: np.dtype = np.dtype(np.float64)) -> float:
+    """2^round(log₂ x) for a finite x > 0, else 1, within ``dtype``'s normal range, so that its
+    reciprocal is a number too: a scale that multiplies and divides exactly (bar underflow)."""
     if not (x > 0 and math.isfinite(x)):
         return 1.0
-    return math.ldexp(1.0, round(math.log2(x)))
+    info = np.finfo(dtype)
+    return math.ldexp(1.0, min(max(round(math.log2(x)), info.minexp), info.maxexp - 1))
 
 
 def broadened_reciprocal(x: np.ndarray, width: np.ndarray) -> np.ndarray:
@@ -155,7 +158,8 @@ def complement_solve(a: np.ndarray, u: np.ndarray, vt: np.ndarray, s: np.ndarray
     gamma = power_of_two_near(largest)
     if c != 1.0 or gamma != 1.0:  # the system for A/c, s/c and G/γ has the solution (X, W) c/γ: solved with
         # values and right-hand sides near 1, so nothing overflows or underflows
-        x, w = complement_solve(a / c, u, vt, s / c, gu / gamma, gv / gamma, z, zt, z_values / c, eps)
+        shrink, flatten = 1.0 / c, 1.0 / gamma
+        x, w = complement_solve(a * shrink, u, vt, s * shrink, gu * flatten, gv * flatten, z, zt, z_values * shrink, eps)
         return x * (gamma / c), w * (gamma / c)
     scale = float(s[0]) if len(s) and s[0] > 0 else 1.0
     shifts = np.asarray(s, dtype=np.real(gu).dtype)

@@ -123,6 +123,30 @@ def lorentzian(s, u, eps):
     return s.div(u, s.add(s.mul(u, u), _full(s, u.shape, eps * eps, u.dtype)))
 
 
+def _power_of_two_impl(x):
+    """krylov.power_of_two_near elementwise (x holds a value or two)."""
+    return (np.array([krylov.power_of_two_near(float(v), x.dtype) for v in x.flat], x.dtype).reshape(x.shape),)
+
+
+# A constant for AD: the exact scale the spectral rules divide their values and tangents by.
+power_of_two_p = _RULES.define("power_of_two", lambda x: (x,), _power_of_two_impl, jvp=lambda s, t, p, o: (None,),
+                               vjp=lambda s, c, p, o, needs: (None,))
+
+
+def exact_unit(s, magnitude):
+    """(c, 1/c): the power of two nearest ``magnitude`` (a nonnegative real tensor; 1 at 0), and its
+    reciprocal, as constants of ``magnitude``'s shape. Multiplying by either is exact (bar underflow),
+    so a rule that works on values and tangents times 1/c and multiplies back what carries the scale
+    gives, at ordinary scales, the bits it would give unscaled, and never overflows at extreme ones."""
+    unit = s.constant_from(s.bind(power_of_two_p, magnitude)[0])
+    return unit, s.div(_full(s, unit.shape, 1, unit.dtype), unit)
+
+
+def times(s, x, factor):
+    """x times ``factor`` (a real tensor of one element, e.g. from :func:`exact_unit`), any dtype of x."""
+    return s.mul(x, lift_real(s, s.broadcast_in_dim(s.reshape(factor, ()), x.shape, ()), x))
+
+
 def gap_coefficients(s, values, eps, cols, sums=True):
     """Columns [0, cols) of the broadened 1/(v_j − v_i) and, when ``sums``, 1/(v_j + v_i) (zero on the
     diagonal), and the broadened 1/v of the first ``cols`` values, for values v of one spectrum.
@@ -227,11 +251,13 @@ def _svd_tangent(s, u, sv, vt, da, *, eps):
     m, k = u.shape
     n = vt.shape[1]
     lift = lambda x: lift_real(s, x, u)  # noqa: E731
+    unit, reciprocal = exact_unit(s, spectrum_scale(s, sv))
+    sv, da = times(s, sv, reciprocal), times(s, da, reciprocal)  # dU, dVᴴ are those of A/c along dA/c
     c, ju, jv_h, inverse = _pair_tangent(s, u, sv, vt, da, eps)
     if m > k:  # U J + (I − UUᴴ) dA V S⁻¹
         rest = s.sub(s.einsum([da, cj(s, vt)], "ab,jb->aj"), s.einsum([u, c], "ai,ij->aj"))
         ju = s.add(s.einsum([u, ju], "ai,ij->aj"), s.einsum([rest, lift(inverse)], "aj,j->aj"))
-    ds = s.real(s.einsum([c], "ii->i"))
+    ds = times(s, s.real(s.einsum([c], "ii->i")), unit)
     if n > k:  # J' Vᴴ + S⁻¹ Uᴴ dA (I − VVᴴ)
         rest = s.sub(s.einsum([cj(s, u), da], "ai,ab->ib"), s.einsum([c, vt], "ij,jb->ib"))
         jv_h = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), s.einsum([lift(inverse), rest], "i,ib->ib"))
@@ -283,6 +309,8 @@ def _svd_pullback(s, u, sv, vt, *blocks, eps, parts):
     kk = blocks[0].shape[1] if parts[0] else blocks[0].shape[0]
     uk, vtk = _columns(s, u, kk, 1), _columns(s, vt, kk, 0)
     lift = lambda x: lift_real(s, x, u)  # noqa: E731
+    reciprocal = exact_unit(s, spectrum_scale(s, sv))[1]  # Ā is that of A/c for Ū/c, S̄, V̄/c
+    sv, ub, vb = (None if x is None else times(s, x, reciprocal) for x in (sv, ub, vb))
     minus, plus, inverse = gap_coefficients(s, sv, eps, kk)  # K × kk, K × kk, kk
     p = None if ub is None else s.einsum([cj(s, u), ub], "ai,aj->ij")  # UᴴŪ: K × kk
     q = None if vb is None else s.einsum([vt, cj(s, vb)], "ib,jb->ij")  # VᴴV̄: K × kk
@@ -502,12 +530,13 @@ def _krylov_impl(a, k, derivative_eps):
 def _krylov_jvp(s, tangents, primals, outputs, k, derivative_eps):
     (da,), (a,), (u, sv, vt, z, zt, zv) = tangents, primals, outputs
     eps = _eps(s, derivative_eps)
-    c, ju, jv_h, _ = _pair_tangent(s, u, sv, vt, da, eps)
+    unit, reciprocal = exact_unit(s, spectrum_scale(s, sv))
+    c, ju, jv_h, _ = _pair_tangent(s, u, times(s, sv, reciprocal), vt, times(s, da, reciprocal), eps)
     gu = s.einsum([da, cj(s, vt)], "ab,ib->ai")  # dA V
     gv = s.einsum([cj(s, da), u], "ba,bi->ai")  # dAᴴ U
     x, w = _complement_solve(s, a, u, vt, sv, gu, gv, (z, zt, zv), eps)
     du = s.add(s.einsum([u, ju], "ai,ij->aj"), x)
-    ds = s.real(s.einsum([c], "ii->i"))
+    ds = times(s, s.real(s.einsum([c], "ii->i")), unit)
     dvt = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), s.transpose(cj(s, w), (1, 0)))
     return du, ds, dvt, None, None, None
 
@@ -560,17 +589,20 @@ def _eigh_jvp(s, tangents, primals, outputs, derivative_eps):
     """dw = Re diag(P), dV = V (F ∘ P) with P = Vᴴ herm(dA) V."""
     (da,), (w, v) = tangents, outputs
     p = _hermitian_part(s, s.einsum([cj(s, v), da, v], "ai,ab,bj->ij"))
-    minus, _, _ = gap_coefficients(s, w, _eps(s, derivative_eps), w.shape[0], sums=False)
-    return s.real(s.einsum([p], "ii->i")), s.einsum([v, s.mul(lift_real(s, minus, v), p)], "ai,ij->aj")
+    reciprocal = exact_unit(s, spectrum_scale(s, w))[1]  # dV is that of A/c along dA/c
+    minus, _, _ = gap_coefficients(s, times(s, w, reciprocal), _eps(s, derivative_eps), w.shape[0], sums=False)
+    middle = s.mul(lift_real(s, minus, v), times(s, p, reciprocal))
+    return s.real(s.einsum([p], "ii->i")), s.einsum([v, middle], "ai,ij->aj")
 
 
 def _eigh_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
     """Ā = herm(V [diag(w̄) + F ∘ (Vᴴ V̄)] Vᴴ): the JVP's transpose, Hermitian as the input it reads."""
     (wb, vb), (w, v) = cotangents, outputs
     middle = None
-    if vb is not None:
-        minus, _, _ = gap_coefficients(s, w, _eps(s, derivative_eps), w.shape[0], sums=False)
-        middle = s.mul(lift_real(s, minus, v), s.einsum([cj(s, v), vb], "ai,aj->ij"))
+    if vb is not None:  # that of A/c for V̄/c
+        reciprocal = exact_unit(s, spectrum_scale(s, w))[1]
+        minus, _, _ = gap_coefficients(s, times(s, w, reciprocal), _eps(s, derivative_eps), w.shape[0], sums=False)
+        middle = s.mul(lift_real(s, minus, v), times(s, s.einsum([cj(s, v), vb], "ai,aj->ij"), reciprocal))
     if wb is not None:
         middle = s.accumulate(middle, _on_diagonal(s, lift_real(s, wb, v), w.shape[0]))
     if middle is None:
@@ -756,8 +788,10 @@ def _qr_impl(a, derivative_eps):
     q, r = np.linalg.qr(a, mode="reduced")
     d = np.diagonal(r)
     size = np.abs(d)
-    phase = np.ones_like(d)
-    np.divide(d, size, out=phase, where=size > 0)
+    phase = np.ones_like(d)  # d/|d| by parts: NumPy's complex division overflows by a subnormal |d|
+    np.divide(d.real, size, out=phase.real, where=size > 0)
+    if d.dtype.kind == "c":
+        np.divide(d.imag, size, out=phase.imag, where=size > 0)
     return q * phase, np.conj(phase)[:, None] * r
 
 
@@ -779,6 +813,9 @@ def _right_solve_r(s, w, r1, eps, adjoint):
     P = diag(ρ): W P (I + N P)⁻¹ with N the strict triangle of R₁ (of R₁ᴴ), one unit-diagonal
     LAPACK solve. The adjoint is exactly the transpose of the other (P (I + NᴴP)⁻¹ =
     (I + P Nᴴ)⁻¹ P)."""
+    if r1.shape[0]:  # that of W/c and R₁/c, c the power of two nearest max |R_jj|
+        reciprocal = exact_unit(s, s.reduce_max(s.abs(s.einsum([r1], "ii->i"))))[1]
+        w, r1 = times(s, w, reciprocal), times(s, r1, reciprocal)
     rho = lift_real(s, _pivot_reciprocals(s, r1, eps), w)
     strict = _strict(s, r1, lower=False)
     if adjoint:

@@ -159,7 +159,8 @@ def complement_solve(a: np.ndarray, u: np.ndarray, vt: np.ndarray, s: np.ndarray
     if c != 1.0 or gamma != 1.0:  # the system for A/c, s/c and G/γ has the solution (X, W) c/γ: solved with
         # values and right-hand sides near 1, so nothing overflows or underflows
         shrink, flatten = 1.0 / c, 1.0 / gamma
-        x, w = complement_solve(a * shrink, u, vt, s * shrink, gu * flatten, gv * flatten, z, zt, z_values * shrink, eps)
+        x, w = complement_solve(a * shrink, u, vt, s * shrink, gu * flatten, gv * flatten, z, zt, z_values * shrink,
+                                eps)
         return x * (gamma / c), w * (gamma / c)
     scale = float(s[0]) if len(s) and s[0] > 0 else 1.0
     shifts = np.asarray(s, dtype=np.real(gu).dtype)

@@ -1,21 +1,23 @@
 """Truncated SVD without the full spectrum: a block Krylov method and the discarded subspace's solve.
 
 ``truncated_svd(a, k)`` gives the k leading singular triplets of a, and with them the triplets
-of the next values it converged too ("deflation triplets"), by block Krylov iteration on AᴴA
-from a fixed start block, with full reorthogonalisation and a Rayleigh–Ritz step on A itself
-(so exact multiplets up to the block size are found, and every run gives the same bits). It
-stops when every kept triplet's residual ‖Aᴴ u − s v‖ is at most ``tol``·s₁ (A v = s u holds to
-rounding by construction) and the first triplet it has not converged lies below
-``DEFLATE_BELOW``·s_k; it takes the full SVD (LAPACK gesdd) when k is not much smaller than
-min(m, n), the matrix is small, or the iteration does not converge within its budget.
+of the next values it converged too ("deflation triplets"), by block Golub–Kahan iteration (the
+Krylov space of AᴴA, grown through Aᴴ of the new left block, so that small values keep their
+digits) from a fixed start block, with full reorthogonalisation and a Rayleigh–Ritz step on A
+itself (so exact multiplets up to the block size are found, and every run gives the same bits).
+It stops when every kept triplet's residual ‖Aᴴ u − s v‖ is at most ``tol``·s₁ and at most
+``CUT_RESOLUTION`` times the gap at the cut (A v = s u holds to rounding by construction), and
+the first triplet it has not converged lies below ``DEFLATE_BELOW``·s_k; it takes the full SVD
+(LAPACK gesdd) when k is not much smaller than min(m, n), the matrix is small, or the iteration
+does not get there within its budget.
 
-``complement_solve`` solves, column by column, (s_i² − AAᴴ) y_i = g_i on the complement of the
-kept left singular vectors: the equation through which the discarded subspace enters the exact
-derivative of a truncated SVD (Francuz, Schuch and Vanhecke, PRR 7, 013237 (2025)). The
-deflation triplets' share is explicit, with each reciprocal broadened as the full SVD rule
-broadens 1/(s_j − s_i); the rest is conjugate gradients on the equivalent coupled system in
-A and Aᴴ (which does not square A's condition), well conditioned because every discarded value
-above DEFLATE_BELOW·s_k was deflated.
+``complement_solve`` solves, column by column, the coupled system s_i x − A w = g_i,
+s_i w − Aᴴ x = h_i on the complements of the kept singular vectors: the equation through which
+the discarded subspace enters the exact derivative of a truncated SVD (Francuz, Schuch and
+Vanhecke, PRR 7, 013237 (2025), there as (s_i² − AAᴴ) y = r, whose powers of A and s lose the
+digits of small kept values). The deflation triplets' share is explicit, with each reciprocal
+broadened as the full SVD rule broadens 1/(s_j ∓ s_i); the rest is conjugate gradients, well
+conditioned because every discarded value above DEFLATE_BELOW·s_k was deflated.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ from .errors import LinalgError
 TOLERANCE = 1e-13
 #: Deflate every discarded value above this fraction of s_k (bounds the solve's condition number).
 DEFLATE_BELOW = 0.5
+#: The kept and deflated triplets' residual must also be at most this fraction of the gap at the cut,
+#: s_k − s_{k+1}: a residual ρ turns the kept space by ~ρ/gap, and the derivatives by as much.
+CUT_RESOLUTION = 1e-10
+#: Residuals below this fraction of s₁ are out of reach of the iteration (rounding in A's products):
+#: a cut that needs one is resolved by the full SVD at once.
+RESIDUAL_FLOOR = 2e-15
 #: The Krylov method is used for k ≤ this fraction of min(m, n), and min(m, n) ≥ KRYLOV_FROM; else the
 #: full SVD is faster (bench/README.md, "Truncated SVD": the crossover measured on TRG-like spectra).
 KRYLOV_UP_TO = 0.1
@@ -37,9 +45,9 @@ KRYLOV_FROM = 128
 #: Relative residual the discarded subspace's solve must reach, and its iteration budget.
 SOLVE_TOLERANCE = 1e-13
 SOLVE_STEPS = 200
-#: Kept values below this fraction of s₁ are numerically zero for the solve (rounding decides its
-#: operator there): their columns get zero, the Lorentzian's value at a repeated value.
-NUMERICAL_ZERO = 1e-10
+#: Kept values below this fraction of s₁ are at rounding level, numerically zero for the solve (rounding
+#: decides its operator there): their columns get zero, the Lorentzian's value at a repeated value.
+NUMERICAL_ZERO = 1e-14
 
 _SEED = 20240601
 
@@ -68,6 +76,7 @@ def _krylov(a: np.ndarray, k: int, tol: float) -> tuple | None:
         start = start + 1j * np.random.default_rng(_SEED + 1).standard_normal((n, b))
     basis = _orthonormal_columns(start.astype(a.dtype), None)
     image = a @ basis
+    left_basis = _orthonormal_columns(image, None)
     while True:
         left, values, right_h = np.linalg.svd(image, full_matrices=False)
         watched = min(len(values), k + 2 * b)  # the kept triplets and the next ones deflation may take
@@ -76,15 +85,20 @@ def _krylov(a: np.ndarray, k: int, tol: float) -> tuple | None:
         residual = np.linalg.norm(a.conj().T @ left - right * values, axis=0)
         converged = residual <= tol * values[0] if values[0] > 0 else np.ones(len(values), bool)
         count = int(np.argmin(converged)) if not converged.all() else len(values)
-        if count >= k and count < len(values) and values[count] <= DEFLATE_BELOW * values[k - 1]:
-            return left, values, right.conj().T, count
-        if count == len(values) == basis.shape[1] >= k:  # an invariant subspace: nothing is left to deflate
-            return left, values, right.conj().T, count
+        invariant = count == len(values) == basis.shape[1] >= k  # an invariant subspace: nothing left to deflate
+        rest = values[min(count, len(values) - 1)]  # at least every value not converged (if all are, the last)
+        if invariant or (count >= k and rest <= DEFLATE_BELOW * values[k - 1]):
+            gap = values[k - 1] - (values[k] if len(values) > k else 0.0)
+            if np.max(residual[:count]) <= CUT_RESOLUTION * gap:
+                return left, values, right.conj().T, count
+            if invariant or CUT_RESOLUTION * gap < RESIDUAL_FLOOR * values[0]:
+                return None  # a cut this narrow is resolved to rounding by the full SVD only
         if basis.shape[1] + b > budget:
             return None
-        block = _orthonormal_columns(a.conj().T @ (a @ basis[:, -b:]), basis)
+        block = _orthonormal_columns(a.conj().T @ left_basis[:, -b:], basis)
         basis = np.hstack([basis, block])
         image = np.hstack([image, a @ block])
+        left_basis = np.hstack([left_basis, _orthonormal_columns(image[:, -b:], left_basis)])
 
 
 def truncated_svd(a: np.ndarray, k: int, tol: float = TOLERANCE) -> tuple[np.ndarray, ...]:
@@ -93,7 +107,8 @@ def truncated_svd(a: np.ndarray, k: int, tol: float = TOLERANCE) -> tuple[np.nda
     m, n = a.shape
     c = power_of_two_near(float(np.max(np.abs(a))) if a.size else 0.0)
     if c != 1.0:  # iterate on A/c, |entries| near 1: AᴴA neither overflows nor underflows at any scale
-        u, s, vh, z, zh, z_values = truncated_svd(a / c, k, tol)
+        u, s, vh, z, zh, z_values = truncated_svd(a * (1.0 / c), k, tol)  # (not a / c: NumPy's complex
+        # division overflows by a subnormal c)
         return u, s * c, vh, z, zh, z_values * c
     found = _krylov(a, k, tol) if k <= KRYLOV_UP_TO * min(m, n) and min(m, n) >= KRYLOV_FROM else None
     if found is None:
@@ -106,11 +121,13 @@ def truncated_svd(a: np.ndarray, k: int, tol: float = TOLERANCE) -> tuple[np.nda
             np.ascontiguousarray(left[:, k:count]), np.ascontiguousarray(right_h[k:count]), values[k:count].copy())
 
 
-def power_of_two_near(x: float) -> float:
-    """2^round(log₂ x) for a finite x > 0, else 1: a scale that divides exactly (bar underflow)."""
+def power_of_two_near(x: float, dtype: np.dtype = np.dtype(np.float64)) -> float:
+    """2^round(log₂ x) for a finite x > 0, else 1, within ``dtype``'s normal range, so that its
+    reciprocal is a number too: a scale that multiplies and divides exactly (bar underflow)."""
     if not (x > 0 and math.isfinite(x)):
         return 1.0
-    return math.ldexp(1.0, round(math.log2(x)))
+    info = np.finfo(dtype)
+    return math.ldexp(1.0, min(max(round(math.log2(x)), info.minexp), info.maxexp - 1))
 
 
 def broadened_reciprocal(x: np.ndarray, width: np.ndarray) -> np.ndarray:
@@ -119,29 +136,34 @@ def broadened_reciprocal(x: np.ndarray, width: np.ndarray) -> np.ndarray:
     return np.divide(x, denominator, out=np.zeros(np.broadcast(x, denominator).shape, x.dtype), where=denominator > 0)
 
 
-def complement_solve(a: np.ndarray, u: np.ndarray, vt: np.ndarray, s: np.ndarray, g: np.ndarray, z: np.ndarray,
-                     zt: np.ndarray, z_values: np.ndarray, eps: float) -> np.ndarray:
-    """Y with (s_i² − AAᴴ) y_i = g_i projected on the complement of u's columns, y_i in it
-    (u, s, vt: A's leading triplets; z, z_values, zt: further triplets, for deflation).
+def complement_solve(a: np.ndarray, u: np.ndarray, vt: np.ndarray, s: np.ndarray, gu: np.ndarray, gv: np.ndarray,
+                     z: np.ndarray, zt: np.ndarray, z_values: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """(X, W) with s_i x_i − A w_i = gu_i, s_i w_i − Aᴴ x_i = gv_i on the complements of the kept
+    singular vectors (x_i ⊥ u's columns, w_i ⊥ v's; the right-hand sides projected there), for
+    A's leading triplets (u, s, vt) and further ones (z, z_values, zt) to deflate.
 
-    Along z the solution is explicit, (z_jᴴ g_i)/(s_i² − z_j²), broadened where s_i and z_j meet
-    as the full rule broadens 1/(s_i − z_j) ((s_i² − z_j²) ≈ 2 s_i (s_i − z_j) there: width
-    2 ε s₁ s_i). The rest is y_i = x_i/s_i for the solution of the coupled system
-    s_i x − A w = g_i, s_i w − Aᴴ x = 0 on the complements of (u, z) and (v, zt), whose eigenvalues
-    s_i ± σ (σ ≤ DEFLATE_BELOW s_k, deflated) make it positive definite with a condition number of
-    at most 3, and which, unlike (s_i² − AAᴴ), does not square A's rounding: conjugate gradients,
-    all columns at once. A kept value at rounding level (a matrix of lower rank than k) is, to
-    rounding, equal to every value left: its column gets the Lorentzian's value there, zero.
-    LinalgError if the iteration does not converge.
+    Along a triplet (u_j, σ_j, v_j) of the complement the solution is
+    x_j = ½(a + b)/(s_i − σ_j) + ½(a − b)/(s_i + σ_j), w_j = ½(a + b)/(s_i − σ_j) − ½(a − b)/(s_i + σ_j)
+    (a = u_jᴴ gu_i, b = v_jᴴ gv_i): for gu = dA V, gv = dAᴴ U, the discarded parts of dU and dV,
+    with no power of A or s that could lose the digits of small values. Along z this is explicit,
+    each reciprocal broadened as the full rule's (the Lorentzian, width ε s₁); the rest is
+    conjugate gradients, all columns at once, on a system whose eigenvalues s_i ± σ
+    (σ ≤ DEFLATE_BELOW s_k, deflated) make it positive definite with a condition number of at
+    most 3. A kept value at rounding level (a matrix of lower rank than k) is, to rounding, equal
+    to every value left: its columns get the Lorentzian's value there, zero. LinalgError if the
+    iteration does not converge.
     """
     c = power_of_two_near(float(s[0]) if len(s) else 0.0)
-    gamma = power_of_two_near(float(np.max(np.abs(g))) if g.size else 0.0)
-    if c != 1.0 or gamma != 1.0:  # (s² − AAᴴ) y = g is (s'² − A'A'ᴴ) y' = g/γ with A' = A/c, s' = s/c and
-        # y = y' γ/c²: solved with values and right-hand side near 1, so nothing overflows or underflows
-        inner = complement_solve(a / c, u, vt, s / c, g / gamma, z, zt, z_values / c, eps)
-        return inner * (gamma / c) / c
+    largest = max(float(np.max(np.abs(gu))) if gu.size else 0.0, float(np.max(np.abs(gv))) if gv.size else 0.0)
+    gamma = power_of_two_near(largest)
+    if c != 1.0 or gamma != 1.0:  # the system for A/c, s/c and G/γ has the solution (X, W) c/γ: solved with
+        # values and right-hand sides near 1, so nothing overflows or underflows
+        shrink, flatten = 1.0 / c, 1.0 / gamma
+        x, w = complement_solve(a * shrink, u, vt, s * shrink, gu * flatten, gv * flatten, z, zt, z_values * shrink,
+                                eps)
+        return x * (gamma / c), w * (gamma / c)
     scale = float(s[0]) if len(s) and s[0] > 0 else 1.0
-    shifts = np.asarray(s, dtype=np.real(g).dtype)
+    shifts = np.asarray(s, dtype=np.real(gu).dtype)
     left = np.hstack([u, z])
     right = np.vstack([vt, zt]).conj().T
 
@@ -152,19 +174,20 @@ def complement_solve(a: np.ndarray, u: np.ndarray, vt: np.ndarray, s: np.ndarray
         return x * shifts - ax, w * shifts - aw
 
     resolved = s > NUMERICAL_ZERO * scale
-    share = z.conj().T @ g
-    gap = (shifts * shifts)[None, :] - (z_values * z_values)[:, None]
-    explicit = z @ (share * broadened_reciprocal(gap, 2 * eps * scale * s[None, :]) * resolved)
-    rx = (g - left @ (left.conj().T @ g)) * resolved
-    rw = np.zeros((a.shape[1], g.shape[1]), dtype=g.dtype)
-    norms = np.linalg.norm(rx, axis=0)
+    gap = broadened_reciprocal(shifts[None, :] - z_values[:, None], eps * scale)
+    total = broadened_reciprocal(shifts[None, :] + z_values[:, None], eps * scale)
+    share_u, share_v = z.conj().T @ gu, zt @ gv
+    even, odd = (share_u + share_v) * gap * resolved, (share_u - share_v) * total * resolved
+    explicit_x, explicit_w = z @ ((even + odd) * 0.5), zt.conj().T @ ((even - odd) * 0.5)
+    rx = (gu - left @ (left.conj().T @ gu)) * resolved
+    rw = (gv - right @ (right.conj().T @ gv)) * resolved
+    norms = np.sqrt(np.real(np.sum(rx.conj() * rx, axis=0) + np.sum(rw.conj() * rw, axis=0)))
     x, w = np.zeros_like(rx), np.zeros_like(rw)
     px, pw = rx.copy(), rw.copy()
     rr = norms * norms
     for _ in range(SOLVE_STEPS + 1):
         if np.all(np.sqrt(rr) <= SOLVE_TOLERANCE * norms):
-            y = np.divide(x, shifts, out=np.zeros_like(x), where=resolved)
-            return explicit + y
+            return explicit_x + x, explicit_w + w
         qx, qw = apply(px, pw)
         curvature = np.real(np.sum(px.conj() * qx, axis=0) + np.sum(pw.conj() * qw, axis=0))
         alpha = np.divide(rr, curvature, out=np.zeros_like(rr), where=curvature > 0)

@@ -131,8 +131,8 @@ class EagerSession(OpSet):
             if method == "krylov" and 1 <= k < min(x.shape):  # k = min(m, n): nothing to discard
                 u, s, vt = self.bind(_linalg.svd_krylov_p, x, k=int(k), derivative_eps=derivative_eps)[:3]
                 return u, s, vt
-            if not 1 <= k <= min(x.shape):
-                raise InvalidArgument("svd", f"k in [1, {min(x.shape)}] for a {x.shape[0]} × {x.shape[1]} matrix",
+            if not 0 <= k <= min(x.shape):  # k = 0: empty factors, as a slice of the full SVD
+                raise InvalidArgument("svd", f"k in [0, {min(x.shape)}] for a {x.shape[0]} × {x.shape[1]} matrix",
                                       repr(k))
             u, s, vt = self.bind(_linalg.svd_p, x, derivative_eps=derivative_eps)
             m, n = x.shape

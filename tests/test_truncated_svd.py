@@ -193,8 +193,8 @@ def test_a_solve_that_does_not_converge_is_a_clear_error(rng, monkeypatch):
 
 
 @pytest.mark.parametrize("call, cls, message", [
-    (lambda s, x: s.svd(x, k=0, method="krylov"), tf.InvalidArgument, "k in [1, 5]"),
-    (lambda s, x: s.svd(x, k=6), tf.InvalidArgument, "k in [1, 5]"),
+    (lambda s, x: s.svd(x, k=-1, method="krylov"), tf.InvalidArgument, "k in [0, 5]"),
+    (lambda s, x: s.svd(x, k=6), tf.InvalidArgument, "k in [0, 5]"),
     (lambda s, x: s.svd(x, k=2.0), tf.InvalidArgument, "k: an int"),
     (lambda s, x: s.svd(x, method="lanczos"), tf.InvalidArgument, "method 'full' or 'krylov'"),
     (lambda s, x: s.svd(x, method="krylov"), tf.InvalidArgument, "k (the number of leading triplets)"),

@@ -111,6 +111,8 @@ def spectrum_scale(s, values):
     a sorted spectrum (max(|first|, |last|); s₁ for singular values), and 1 for a zero spectrum, whose
     coefficients are then zero, not NaN, at every order (1/scale enters their derivatives)."""
     n = values.shape[0]
+    if n == 0:  # no values, no coefficients: any scale will do
+        return _full(s, (1,), 1, values.dtype)
     first, last = s.abs(_columns(s, values, 1, 0)), s.abs(s.slice(values, SliceConfig([n - 1], [n])))
     largest = s.scale_real(s.add(s.add(first, last), s.abs(s.sub(first, last))), 0.5)  # max(a, b) for a, b ≥ 0
     return s.constant_from(s.add(largest, s.bind(zero_mask, largest)[0]))
@@ -119,6 +121,30 @@ def spectrum_scale(s, values):
 def lorentzian(s, u, eps):
     """u/(u² + ε²) for u of order 1 or less: 1/u where |u| ≫ ε, 0 at u = 0, at most 1/(2ε) in size."""
     return s.div(u, s.add(s.mul(u, u), _full(s, u.shape, eps * eps, u.dtype)))
+
+
+def _power_of_two_impl(x):
+    """krylov.power_of_two_near elementwise (x holds a value or two)."""
+    return (np.array([krylov.power_of_two_near(float(v), x.dtype) for v in x.flat], x.dtype).reshape(x.shape),)
+
+
+# A constant for AD: the exact scale the spectral rules divide their values and tangents by.
+power_of_two_p = _RULES.define("power_of_two", lambda x: (x,), _power_of_two_impl, jvp=lambda s, t, p, o: (None,),
+                               vjp=lambda s, c, p, o, needs: (None,))
+
+
+def exact_unit(s, magnitude):
+    """(c, 1/c): the power of two nearest ``magnitude`` (a nonnegative real tensor; 1 at 0), and its
+    reciprocal, as constants of ``magnitude``'s shape. Multiplying by either is exact (bar underflow),
+    so a rule that works on values and tangents times 1/c and multiplies back what carries the scale
+    gives, at ordinary scales, the bits it would give unscaled, and never overflows at extreme ones."""
+    unit = s.constant_from(s.bind(power_of_two_p, magnitude)[0])
+    return unit, s.div(_full(s, unit.shape, 1, unit.dtype), unit)
+
+
+def times(s, x, factor):
+    """x times ``factor`` (a real tensor of one element, e.g. from :func:`exact_unit`), any dtype of x."""
+    return s.mul(x, lift_real(s, s.broadcast_in_dim(s.reshape(factor, ()), x.shape, ()), x))
 
 
 def gap_coefficients(s, values, eps, cols, sums=True):
@@ -225,11 +251,13 @@ def _svd_tangent(s, u, sv, vt, da, *, eps):
     m, k = u.shape
     n = vt.shape[1]
     lift = lambda x: lift_real(s, x, u)  # noqa: E731
+    unit, reciprocal = exact_unit(s, spectrum_scale(s, sv))
+    sv, da = times(s, sv, reciprocal), times(s, da, reciprocal)  # dU, dVᴴ are those of A/c along dA/c
     c, ju, jv_h, inverse = _pair_tangent(s, u, sv, vt, da, eps)
     if m > k:  # U J + (I − UUᴴ) dA V S⁻¹
         rest = s.sub(s.einsum([da, cj(s, vt)], "ab,jb->aj"), s.einsum([u, c], "ai,ij->aj"))
         ju = s.add(s.einsum([u, ju], "ai,ij->aj"), s.einsum([rest, lift(inverse)], "aj,j->aj"))
-    ds = s.real(s.einsum([c], "ii->i"))
+    ds = times(s, s.real(s.einsum([c], "ii->i")), unit)
     if n > k:  # J' Vᴴ + S⁻¹ Uᴴ dA (I − VVᴴ)
         rest = s.sub(s.einsum([cj(s, u), da], "ai,ab->ib"), s.einsum([c, vt], "ij,jb->ib"))
         jv_h = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), s.einsum([lift(inverse), rest], "i,ib->ib"))
@@ -280,6 +308,8 @@ def _svd_pullback(s, u, sv, vt, *blocks, eps, parts):
     kk = blocks[0].shape[1] if parts[0] else blocks[0].shape[0]
     uk, vtk = _columns(s, u, kk, 1), _columns(s, vt, kk, 0)
     lift = lambda x: lift_real(s, x, u)  # noqa: E731
+    reciprocal = exact_unit(s, spectrum_scale(s, sv))[1]  # Ā is that of A/c for Ū/c, S̄, V̄/c
+    sv, ub, vb = (None if x is None else times(s, x, reciprocal) for x in (sv, ub, vb))
     minus, plus, inverse = gap_coefficients(s, sv, eps, kk)  # K × kk, K × kk, kk
     p = None if ub is None else s.einsum([cj(s, u), ub], "ai,aj->ij")  # UᴴŪ: K × kk
     q = None if vb is None else s.einsum([vt, cj(s, vb)], "ib,jb->ij")  # VᴴV̄: K × kk
@@ -357,10 +387,11 @@ svd_p = _RULES.define(
 # of the next values it converged (zeros pad them to a fixed width; they only speed up the
 # solve below, whose solution does not depend on them, and carry no derivative). Its JVP is exact: with
 # C = Uᴴ dA V, the kept pairs couple as in the full rule, and the discarded subspace enters
-# through X = complement_solve(A, U, s, dA V S + A dAᴴ U), the solution of (s_i² − AAᴴ) x_i = r_i
-# on the complement of U: dU = U J + X, dV = V(−J'ᴴ) + (dAᴴ U − V Cᴴ + Aᴴ X) S⁻¹. Everything is
-# written in session ops, complement_solve's own rules included, so the VJP is the JVP's
-# transpose and every order follows.
+# through (X, W) = complement_solve(A, U, V, s, dA V, dAᴴ U), the solution of the coupled system
+# s_i x_i − A w_i = dA v_i, s_i w_i − Aᴴ x_i = dAᴴ u_i on the complements of U and V:
+# dU = U J + X, dV = V(−J'ᴴ) + W. No power of A or s, and no division by s, enters, so the
+# digits of small kept values are kept. Everything is written in session ops, complement_solve's
+# own rules included, so the VJP is the JVP's transpose and every order follows.
 
 
 def deflation_width(m: int, n: int, k: int) -> int:
@@ -369,24 +400,24 @@ def deflation_width(m: int, n: int, k: int) -> int:
 
 
 def _complement_solve_abstract(
-    a: Aval, u: Aval, sv: Aval, g: Aval, vt: Aval, z: Aval, zt: Aval, zv: Aval, eps
-) -> tuple[Aval]:
-    return (g,)
+    a: Aval, u: Aval, vt: Aval, sv: Aval, gu: Aval, gv: Aval, z: Aval, zt: Aval, zv: Aval, eps
+) -> tuple[Aval, Aval]:
+    return gu, gv
 
 
-def _complement_solve_impl(a, u, sv, g, vt, z, zt, zv, eps):
-    return (krylov.complement_solve(a, u, vt, sv, g, z, zt, zv, eps),)
+def _complement_solve_impl(a, u, vt, sv, gu, gv, z, zt, zv, eps):
+    return krylov.complement_solve(a, u, vt, sv, gu, gv, z, zt, zv, eps)
 
 
 def _complement_solve_cost(in_avals, out_avals, params) -> float:
     """A dozen steps of conjugate gradients, two products with A each."""
-    (m, n), k = in_avals[0].shape, in_avals[3].shape[1]
+    (m, n), k = in_avals[0].shape, in_avals[4].shape[1]
     return 48.0 * m * n * k
 
 
-def _complement_solve(s, a, u, sv, g, rest, eps):
-    """complement_solve of g; ``rest`` = (Vᴴ, deflation triplets Z, Zᴴ-side, values): constants."""
-    return s.bind(complement_solve_p, a, u, sv, g, *rest, eps=eps)[0]
+def _complement_solve(s, a, u, vt, sv, gu, gv, rest, eps):
+    """complement_solve of (gu, gv); ``rest`` = (deflation triplets Z, Zᴴ-side, values): constants."""
+    return s.bind(complement_solve_p, a, u, vt, sv, gu, gv, *rest, eps=eps)
 
 
 def _column_scaled(s, x, vec):
@@ -394,50 +425,71 @@ def _column_scaled(s, x, vec):
     return s.einsum([x, lift_real(s, vec, x)], "ai,i->ai")
 
 
-def _complement_solve_residual(s, a, u, sv, g, y):
-    """R = Y S² − AAᴴY − G, which lies in span(U) for the solution Y."""
-    squares = s.mul(sv, sv)
-    return s.sub(s.sub(_column_scaled(s, y, squares), s.einsum([a, cj(s, a), y], "ab,cb,ci->ai")), g)
+def _coupled(s, a, sv, x, w):
+    """The system's operator L on (x, w), column i: (s_i x − A w, s_i w − Aᴴ x)."""
+    return (s.sub(_column_scaled(s, x, sv), s.einsum([a, w], "ab,bi->ai")),
+            s.sub(_column_scaled(s, w, sv), s.einsum([cj(s, a), x], "ab,ai->bi")))
 
 
 def _complement_solve_jvp(s, tangents, primals, outputs, eps):
-    """dY = solve(dG + d(AAᴴ) Y − 2 Y diag(s ds) + AAᴴ U C + dU Uᴴ R) + U C, with C = −dUᴴ Y and R
-    the residual: the equation P (S² − AAᴴ) Y = P G differentiated, and Uᴴ Y = 0 kept."""
-    (da, du, dsv, dg), (a, u, sv, g), rest, (y,) = tangents[:4], primals[:4], primals[4:], outputs
-    terms = [dg]
+    """(dX, dW) = solve(dG − dL Y − L B + (dU Uᴴ R_u, dV Vᴴ R_v)) + B: the projected equation
+    Π L Y = Π G differentiated, with Y = (X, W), R = L Y − G (in the kept spaces), and
+    B = (−U dUᴴ X, −V dVᴴ W) the part that keeps Y on the moving complements."""
+    (da, du, dvt, dsv, dgu, dgv), (a, u, vt, sv, gu, gv), rest, (x, w) = tangents[:6], primals[:6], primals[6:], outputs
+    terms_x, terms_w = [dgu], [dgv]
     if da is not None:
-        terms += [s.einsum([da, cj(s, a), y], "ab,cb,ci->ai"), s.einsum([a, cj(s, da), y], "ab,cb,ci->ai")]
+        terms_x.append(s.einsum([da, w], "ab,bi->ai"))
+        terms_w.append(s.einsum([cj(s, da), x], "ab,ai->bi"))
     if dsv is not None:
-        terms.append(_column_scaled(s, y, s.scale_real(s.mul(sv, dsv), -2.0)))
-    back = None
-    if du is not None:
-        back = s.neg(s.einsum([u, cj(s, du), y], "ai,bi,bj->aj"))  # U C, C = −dUᴴ Y
-        terms.append(s.einsum([a, cj(s, a), back], "ab,cb,ci->ai"))
-        terms.append(s.einsum([du, cj(s, u), _complement_solve_residual(s, a, u, sv, g, y)], "ai,bi,bj->aj"))
-    rhs = None
+        terms_x.append(s.neg(_column_scaled(s, x, dsv)))
+        terms_w.append(s.neg(_column_scaled(s, w, dsv)))
+    back_x = None if du is None else s.neg(s.einsum([u, cj(s, du), x], "ai,bi,bj->aj"))
+    back_w = None if dvt is None else s.neg(s.einsum([cj(s, vt), dvt, w], "ia,ib,bj->aj"))
+    if back_x is not None or back_w is not None:
+        lx, lw = _coupled(s, a, sv, *(b if b is not None else s.zeros(y.shape, y.dtype)
+                                      for b, y in ((back_x, x), (back_w, w))))
+        terms_x.append(s.neg(lx))
+        terms_w.append(s.neg(lw))
+    if du is not None or dvt is not None:
+        rx, rw = _coupled(s, a, sv, x, w)
+        if du is not None:
+            terms_x.append(s.einsum([du, cj(s, u), s.sub(rx, gu)], "ai,bi,bj->aj"))
+        if dvt is not None:
+            terms_w.append(s.einsum([cj(s, dvt), vt, s.sub(rw, gv)], "ib,ic,cj->bj"))
+    rhs_x, rhs_w = (_sum_or_zeros(s, terms, y) for terms, y in ((terms_x, x), (terms_w, w)))
+    dx, dw = _complement_solve(s, a, u, vt, sv, rhs_x, rhs_w, rest, eps)
+    return s.accumulate(dx, back_x), s.accumulate(dw, back_w)
+
+
+def _sum_or_zeros(s, terms, like):
+    total = None
     for t in terms:
-        rhs = s.accumulate(rhs, t)
-    if rhs is None:
-        return (back,)
-    return (s.accumulate(_complement_solve(s, a, u, sv, rhs, rest, eps), back),)
+        total = s.accumulate(total, t)
+    return total if total is not None else s.zeros(like.shape, like.dtype)
 
 
 def _complement_solve_vjp(s, cotangents, primals, outputs, needs, eps):
-    """Λ = solve(Ȳ) (the operator is self-adjoint on the complement): Ḡ = Λ, Ā = Λ YᴴA + Y ΛᴴA,
-    s̄ = −2 s Re diag(ΛᴴY), Ū = Λ RᴴU − Y ΛᴴAAᴴU − Y ȲᴴU."""
-    (yb,), (a, u, sv, g), rest, (y,) = cotangents, primals[:4], primals[4:], outputs
-    lam = _complement_solve(s, a, u, sv, yb, rest, eps)
-    a_bar = sv_bar = u_bar = None
+    """Λ = solve(Ȳ) (the operator is self-adjoint on the complements): Ḡ = Λ, Ā = Λ_x Wᴴ + X Λ_wᴴ,
+    s̄ = −Re diag(Λ_xᴴ X + Λ_wᴴ W), Ū = Λ_x R_uᴴ U − X T_uᴴ U, V̄ = Λ_w R_vᴴ V − W T_wᴴ V, with
+    T = Ȳ − L Λ and R = L Y − G."""
+    (a, u, vt, sv, gu, gv), rest, (x, w) = primals[:6], primals[6:], outputs
+    xb, wb = (c if c is not None else s.zeros(y.shape, y.dtype) for c, y in zip(cotangents, (x, w)))
+    lam_x, lam_w = _complement_solve(s, a, u, vt, sv, xb, wb, rest, eps)
+    a_bar = u_bar = vt_bar = sv_bar = None
     if needs[0]:
-        a_bar = s.add(s.einsum([lam, cj(s, y), a], "ai,bi,bc->ac"), s.einsum([y, cj(s, lam), a], "ai,bi,bc->ac"))
-    if needs[2]:
-        sv_bar = s.mul(s.scale_real(sv, -2.0), s.real(s.einsum([cj(s, lam), y], "ai,ai->i")))
-    if needs[1]:
-        residual = _complement_solve_residual(s, a, u, sv, g, y)
-        u_bar = s.sub(s.sub(s.einsum([lam, cj(s, residual), u], "ai,bi,bj->aj"),
-                            s.einsum([y, cj(s, lam), a, cj(s, a), u], "ai,bi,bc,dc,dj->aj")),
-                      s.einsum([y, cj(s, yb), u], "ai,bi,bj->aj"))
-    return (a_bar, u_bar, sv_bar, lam if needs[3] else None, None, None, None, None)
+        a_bar = s.add(s.einsum([lam_x, cj(s, w)], "ai,bi->ab"), s.einsum([x, cj(s, lam_w)], "ai,bi->ab"))
+    if needs[1] or needs[2]:
+        rx, rw = _coupled(s, a, sv, x, w)
+        lx, lw = _coupled(s, a, sv, lam_x, lam_w)
+        if needs[1]:
+            u_bar = s.sub(s.einsum([lam_x, cj(s, s.sub(rx, gu)), u], "ai,bi,bj->aj"),
+                          s.einsum([x, cj(s, s.sub(xb, lx)), u], "ai,bi,bj->aj"))
+        if needs[2]:
+            vt_bar = s.sub(s.einsum([vt, s.sub(rw, gv), cj(s, lam_w)], "ib,bj,aj->ia"),
+                           s.einsum([vt, s.sub(wb, lw), cj(s, w)], "ib,bj,aj->ia"))
+    if needs[3]:
+        sv_bar = s.neg(s.real(s.add(s.einsum([cj(s, lam_x), x], "ai,ai->i"), s.einsum([cj(s, lam_w), w], "bi,bi->i"))))
+    return (a_bar, u_bar, vt_bar, sv_bar, lam_x if needs[4] else None, lam_w if needs[5] else None, None, None, None)
 
 
 complement_solve_p = _RULES.define(
@@ -476,16 +528,14 @@ def _krylov_impl(a, k, derivative_eps):
 def _krylov_jvp(s, tangents, primals, outputs, k, derivative_eps):
     (da,), (a,), (u, sv, vt, z, zt, zv) = tangents, primals, outputs
     eps = _eps(s, derivative_eps)
-    c, ju, jv_h, inverse = _pair_tangent(s, u, sv, vt, da, eps)
-    c_h = s.transpose(cj(s, c), (1, 0))
-    da_h_u = s.einsum([cj(s, da), u], "ba,bi->ai")  # dAᴴ U
-    rhs = s.add(_column_scaled(s, s.einsum([da, cj(s, vt)], "ab,ib->ai"), sv), s.einsum([a, da_h_u], "ab,bi->ai"))
-    x = _complement_solve(s, a, u, sv, rhs, (vt, z, zt, zv), eps)
+    unit, reciprocal = exact_unit(s, spectrum_scale(s, sv))
+    c, ju, jv_h, _ = _pair_tangent(s, u, times(s, sv, reciprocal), vt, times(s, da, reciprocal), eps)
+    gu = s.einsum([da, cj(s, vt)], "ab,ib->ai")  # dA V
+    gv = s.einsum([cj(s, da), u], "ba,bi->ai")  # dAᴴ U
+    x, w = _complement_solve(s, a, u, vt, sv, gu, gv, (z, zt, zv), eps)
     du = s.add(s.einsum([u, ju], "ai,ij->aj"), x)
-    ds = s.real(s.einsum([c], "ii->i"))
-    dv_rest = s.add(s.sub(da_h_u, s.einsum([cj(s, vt), c_h], "ib,ij->bj")), s.einsum([cj(s, a), x], "ab,ai->bi"))
-    dvt = s.add(s.einsum([jv_h, vt], "ji,ib->jb"),
-                s.transpose(cj(s, _column_scaled(s, dv_rest, inverse)), (1, 0)))
+    ds = times(s, s.real(s.einsum([c], "ii->i")), unit)
+    dvt = s.add(s.einsum([jv_h, vt], "ji,ib->jb"), s.transpose(cj(s, w), (1, 0)))
     return du, ds, dvt, None, None, None
 
 
@@ -538,17 +588,20 @@ def _eigh_jvp(s, tangents, primals, outputs, derivative_eps):
     """dw = Re diag(P), dV = V (F ∘ P) with P = Vᴴ herm(dA) V."""
     (da,), (w, v) = tangents, outputs
     p = _hermitian_part(s, s.einsum([cj(s, v), da, v], "ai,ab,bj->ij"))
-    minus, _, _ = gap_coefficients(s, w, _eps(s, derivative_eps), w.shape[0], sums=False)
-    return s.real(s.einsum([p], "ii->i")), s.einsum([v, s.mul(lift_real(s, minus, v), p)], "ai,ij->aj")
+    reciprocal = exact_unit(s, spectrum_scale(s, w))[1]  # dV is that of A/c along dA/c
+    minus, _, _ = gap_coefficients(s, times(s, w, reciprocal), _eps(s, derivative_eps), w.shape[0], sums=False)
+    middle = s.mul(lift_real(s, minus, v), times(s, p, reciprocal))
+    return s.real(s.einsum([p], "ii->i")), s.einsum([v, middle], "ai,ij->aj")
 
 
 def _eigh_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
     """Ā = herm(V [diag(w̄) + F ∘ (Vᴴ V̄)] Vᴴ): the JVP's transpose, Hermitian as the input it reads."""
     (wb, vb), (w, v) = cotangents, outputs
     middle = None
-    if vb is not None:
-        minus, _, _ = gap_coefficients(s, w, _eps(s, derivative_eps), w.shape[0], sums=False)
-        middle = s.mul(lift_real(s, minus, v), s.einsum([cj(s, v), vb], "ai,aj->ij"))
+    if vb is not None:  # that of A/c for V̄/c
+        reciprocal = exact_unit(s, spectrum_scale(s, w))[1]
+        minus, _, _ = gap_coefficients(s, times(s, w, reciprocal), _eps(s, derivative_eps), w.shape[0], sums=False)
+        middle = s.mul(lift_real(s, minus, v), times(s, s.einsum([cj(s, v), vb], "ai,aj->ij"), reciprocal))
     if wb is not None:
         middle = s.accumulate(middle, _on_diagonal(s, lift_real(s, wb, v), w.shape[0]))
     if middle is None:
@@ -610,6 +663,14 @@ unstack_p = _RULES.define(
 )
 
 
+def _empty_from(s, x, shape, dtype):
+    """An empty tensor of ``shape`` and ``dtype`` computed from the empty x (no work), so that it
+    depends on x as a factorisation's output does: its derivatives reach x (and are empty)."""
+    if x.dtype != dtype:
+        x = s.real(x) if x.dtype.kind == "c" else s.complex(x, x)
+    return s.reshape(x, shape) if x.dtype == dtype else s.zeros(shape, dtype)
+
+
 def bind_batched(s, op: str, prim, operands, core_ranks, **params) -> tuple:
     """``prim`` (an op on single matrices or vectors) on stacks of them: operand i is
     (..., core) with ``core_ranks[i]`` core axes; the leading (batch) axes of the operands
@@ -625,9 +686,9 @@ def bind_batched(s, op: str, prim, operands, core_ranks, **params) -> tuple:
         return s.bind(prim, *operands, **params)
     cores = [x.shape[x.ndim - core:] for x, core in zip(operands, core_ranks)]
     count = math.prod(batch)
-    if count == 0:
+    if count == 0:  # no matrices: each output an empty reshape of the first operand, so that it stays on its trace
         avals = prim.abstract(*[Aval(c, x.dtype) for x, c in zip(operands, cores)], **params)
-        return tuple(s.zeros(batch + a.shape, a.dtype) for a in avals)
+        return tuple(_empty_from(s, operands[0], batch + a.shape, a.dtype) for a in avals)
     columns = [[x] * count if x.ndim == len(c) else s.bind(unstack_p, s.reshape(x, (count,) + c))
                for x, c in zip(operands, cores)]
     results = [s.bind(prim, *args, **params) for args in zip(*columns)]
@@ -728,8 +789,10 @@ def _qr_impl(a, derivative_eps):
     q, r = np.linalg.qr(a, mode="reduced")
     d = np.diagonal(r)
     size = np.abs(d)
-    phase = np.ones_like(d)
-    np.divide(d, size, out=phase, where=size > 0)
+    phase = np.ones_like(d)  # d/|d| by parts: NumPy's complex division overflows by a subnormal |d|
+    np.divide(d.real, size, out=phase.real, where=size > 0)
+    if d.dtype.kind == "c":
+        np.divide(d.imag, size, out=phase.imag, where=size > 0)
     return q * phase, np.conj(phase)[:, None] * r
 
 
@@ -738,6 +801,8 @@ def _pivot_reciprocals(s, r1, eps):
     of R_jj / c over c, for c = max |R_jj| (a constant): 0 at a zero pivot, never inf. Where every
     pivot is zero (A = 0) c is 1, so that the derivatives of the coefficients stay finite too."""
     d = s.real(s.einsum([r1], "ii->i"))
+    if d.shape[0] == 0:  # no pivots (an empty A)
+        return d
     largest = s.reduce_max(s.abs(d))
     scale = s.constant_from(s.add(largest, s.sub(_full(s, (), 1, d.dtype), s.sign(largest))))  # c, or 1 at c = 0
     scale = s.broadcast_in_dim(scale, d.shape, ())
@@ -749,6 +814,9 @@ def _right_solve_r(s, w, r1, eps, adjoint):
     P = diag(ρ): W P (I + N P)⁻¹ with N the strict triangle of R₁ (of R₁ᴴ), one unit-diagonal
     LAPACK solve. The adjoint is exactly the transpose of the other (P (I + NᴴP)⁻¹ =
     (I + P Nᴴ)⁻¹ P)."""
+    if r1.shape[0]:  # that of W/c and R₁/c, c the power of two nearest max |R_jj|
+        reciprocal = exact_unit(s, s.reduce_max(s.abs(s.einsum([r1], "ii->i"))))[1]
+        w, r1 = times(s, w, reciprocal), times(s, r1, reciprocal)
     rho = lift_real(s, _pivot_reciprocals(s, r1, eps), w)
     strict = _strict(s, r1, lower=False)
     if adjoint:
@@ -982,6 +1050,9 @@ def norm(s, x, ord):
         raise InvalidArgument("norm", f"a {what} order among {', '.join(map(repr, ords))}", repr(ord))
     if ord is None or ord == "fro" or (x.ndim == 1 and ord == 2):
         return s.bind(frobenius_p, x)[0]
+    if ord in (2, -2) and min(x.shape) == 0:  # as NumPy: an empty spectrum has no extreme value
+        raise ShapeMismatch("norm", f"a matrix with at least one row and column for ord {ord} (an extreme "
+                                    "singular value)", f"shape {list(x.shape)}")
     if ord == "nuc" or ord in (2, -2):
         sv = s.bind(svd_p, x, derivative_eps=None)[1]
         if ord == "nuc":

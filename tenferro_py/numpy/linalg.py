@@ -28,6 +28,8 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
         return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)  # type: ignore[call-overload]
     s = session("svd")
     x = lift(s, a)
+    if full_matrices and x.ndim >= 2 and x.shape[-1] != x.shape[-2] and min(x.shape[-2:]) == 0:
+        return _svd_of_empty(s, x, compute_uv)
     u, sv, vt = s.svd(x)
     if not compute_uv:
         return wrap(sv)
@@ -43,6 +45,17 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
 def _swap_last(s: Any, x: Any) -> Any:
     """x with its last two axes swapped."""
     return s.transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
+
+
+def _svd_of_empty(s: Any, x: Any, compute_uv: bool) -> Any:
+    """NumPy's full SVD of empty m × n matrices: identities for U and Vh (an empty matrix has no
+    entry to differentiate, so the constants lose no derivative) and no singular values."""
+    sv = s.svd(x)[1]
+    if not compute_uv:
+        return wrap(sv)
+    batch, (m, n) = x.shape[:-2], x.shape[-2:]
+    u, vt = (fn.broadcast_to(np.eye(size, dtype=x.dtype), batch + (size, size)) for size in (m, n))
+    return u, wrap(sv), vt
 
 
 def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)

@@ -348,7 +348,7 @@ class EagerRuntime:
         results: list[EagerTensor | None] = []
         for w in targets:
             key = tensor_key(w)
-            if w._node is None or key not in met:
+            if not w.is_tracked or key not in met:
                 self._unreached(op, w, optional)
                 results.append(None)
             elif key in cts:

@@ -487,8 +487,9 @@ class EagerRuntime:
                 results_dot.append(dense(s, t) if t is not None else s.zeros(r.shape, r.dtype))
         return (results, results_dot) if many else (results[0], results_dot[0])
 
-    def _backward(self, out: EagerTensor, seed: Any, engine: CpuEngine | None) -> None:
-        """Stateful reverse sweep: slot = existing + incoming for every reachable variable."""
+    def accumulate_grads(self, out: EagerTensor, seed: Any, engine: CpuEngine | None) -> None:
+        """The stateful reverse sweep of ``out.backward()`` (seed None) and ``out.backward_with(seed)``:
+        slot = existing + incoming for every reachable variable."""
         op = "backward" if seed is None else "backward_with"
         out = self.check_owned(op, out)
         seed = self._scalar_seed(op, out) if seed is None else seed

@@ -24,11 +24,11 @@ from .tensor import Aval, Tensor, is_integer
 class EagerSession(OpSet):
     """Runs ops on one engine, recording them in one runtime's tape."""
 
-    __slots__ = ("_rt", "_engine", "_open")
+    __slots__ = ("runtime", "engine", "_open")
 
     def __init__(self, runtime: Any, engine: Any):
-        self._rt = runtime
-        self._engine = engine
+        self.runtime = runtime  # the EagerRuntime whose tape this session records on
+        self.engine = engine  # the CpuEngine its kernels run on
         self._open = True
 
     def end(self) -> None:
@@ -39,21 +39,11 @@ class EagerSession(OpSet):
         if not self._open:
             raise SessionEnded(op, "a session inside its with_eager_session call", "one whose call has returned")
 
-    @property
-    def runtime(self) -> Any:
-        """The :class:`~tenferro_py.EagerRuntime` whose tape this session records on."""
-        return self._rt
-
-    @property
-    def engine(self) -> Any:
-        """The :class:`~tenferro_py.CpuEngine` this session's kernels run on."""
-        return self._engine
-
     def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
         """Check one primitive's operands and hand it to the runtime, which runs and records it; its outputs."""
         if not self._open:
             self._check_open(prim.name)
-        rt = self._rt
+        rt = self.runtime
         xs = tuple([x if type(x) is EagerTensor and x.runtime is rt else self._operand(prim.name, x) for x in inputs])
         if any([type(x) is not EagerTensor for x in xs]):
             return self._bind_structured(prim, xs, params)
@@ -62,9 +52,9 @@ class EagerSession(OpSet):
     def _operand(self, op: str, x: object) -> Any:
         """An op's input: a tensor of this runtime or a structured value as it is, else as the runtime
         takes operands."""
-        if type(x) is EagerTensor and x.runtime is self._rt:
+        if type(x) is EagerTensor and x.runtime is self.runtime:
             return x
-        return x if isinstance(x, Structured) else self._rt.operand(op, x)
+        return x if isinstance(x, Structured) else self.runtime.operand(op, x)
 
     def _bind_structured(self, prim: Any, xs: tuple, params: dict) -> tuple:
         """A primitive on structured inputs: its structured form where it has one, else on the dense values."""
@@ -80,13 +70,13 @@ class EagerSession(OpSet):
     def jvp_of(self, f: Callable[[list], Sequence], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
         """The tangents of ``f(primals)``'s outputs along ``tangents`` (None: zero), by forward mode
         through f's ops as they run here (see :meth:`EagerRuntime.jvp_of`)."""
-        return self._rt.jvp_of(self, f, primals, tangents)
+        return self.runtime.jvp_of(self, f, primals, tangents)
 
     def vjp_of(self, f: Callable[[list], Sequence], primals: Sequence[Any], cotangents: Sequence[Any],
                needs: Sequence[bool]) -> tuple:
         """The cotangents of ``primals`` for ``cotangents`` of ``f(primals)``'s outputs (None: zero), by
         reverse mode through f's ops (see :meth:`EagerRuntime.vjp_of`)."""
-        return self._rt.vjp_of(self, f, primals, cotangents, needs)
+        return self.runtime.vjp_of(self, f, primals, cotangents, needs)
 
     def transpose_linear(self, f: Callable[[list], Sequence], primals: Sequence[Any], cotangents: Sequence[Any],
                          needs: Sequence[bool]) -> tuple:
@@ -99,12 +89,12 @@ class EagerSession(OpSet):
     def variable_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
         """A tracked leaf (see :meth:`EagerRuntime.variable_from`)."""
         self._check_open("variable_from")
-        return self._rt.variable_from(t)
+        return self.runtime.variable_from(t)
 
     def constant_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
         """An untracked tensor."""
         self._check_open("constant_from")
-        return self._rt.constant_from(t)
+        return self.runtime.constant_from(t)
 
     def svd(
         self, x: EagerTensor, derivative_eps: float | None = None, k: int | None = None, method: str = "full"

@@ -37,7 +37,7 @@ _ids = itertools.count()
 class Owner(Protocol):
     """What a tensor needs of its runtime: the stateful reverse sweep."""
 
-    def _backward(self, out: "EagerTensor", seed: Any, engine: Any) -> None: ...
+    def accumulate_grads(self, out: "EagerTensor", seed: Any, engine: Any) -> None: ...
 
 
 class Leaf:
@@ -70,44 +70,26 @@ class EagerTensor:
     """A value in one :class:`~tenferro_py.EagerRuntime`: tracked or constant.
 
     Tracked tensors are variables (made by ``variable_from``) or results of ops with a
-    tracked input; constants carry no derivative.
+    tracked input; constants carry no derivative. ``runtime``, ``aval`` (``shape`` and
+    ``dtype``) and ``payload`` (the array, or on a wide engine its kernel's Pending output)
+    are read-only by convention: an op makes a new tensor, it never changes one.
     """
 
-    __slots__ = ("_rt", "_value", "_aval", "_node", "_index")
+    __slots__ = ("runtime", "payload", "aval", "shape", "dtype", "_node", "_index")
 
     def __init__(self, rt: Owner, value: "np.ndarray | Pending", aval: Aval, node: Leaf | Node | None = None,
                  index: int = 0):
-        self._rt = rt
-        self._value = value  # the array, or its kernel's Pending output on a wide engine
-        self._aval = aval
+        self.runtime = rt
+        self.payload = value
+        self.aval = aval
+        self.shape = aval.shape
+        self.dtype = aval.dtype
         self._node = node
         self._index = index
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self._aval.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._aval.dtype
-
-    @property
     def ndim(self) -> int:
-        return len(self._aval.shape)
-
-    @property
-    def aval(self) -> Aval:
-        return self._aval
-
-    @property
-    def runtime(self) -> Any:
-        """The :class:`~tenferro_py.EagerRuntime` this tensor lives in."""
-        return self._rt
-
-    @property
-    def payload(self) -> "np.ndarray | Pending":
-        """The value as its kernel left it: the array, or, on a wide engine, the Pending output."""
-        return self._value
+        return len(self.shape)
 
     @property
     def is_tracked(self) -> bool:
@@ -121,12 +103,12 @@ class EagerTensor:
 
     def value(self) -> Tensor:
         """The host value (shares the immutable buffer); waits for its kernel if needed."""
-        return Tensor.adopt(resolve(self._value))
+        return Tensor.adopt(resolve(self.payload))
 
     def to_tensor(self, engine: Any) -> Tensor:
         """The host value (tenferro's ``to_tensor(&mut eng)``): a Tensor, immutable like a copy, that
         shares the buffer no kernel ever writes to instead of copying it."""
-        return Tensor.adopt(resolve(self._value))
+        return Tensor.adopt(resolve(self.payload))
 
     def item(self) -> float:
         """The value of a one-element tensor as a Python number."""
@@ -145,11 +127,11 @@ class EagerTensor:
 
     def backward(self, engine: Any = None) -> None:
         """Accumulate d(self)/d(leaf) into every reachable variable's slot; self must be a scalar."""
-        self._rt._backward(self, None, engine)
+        self.runtime.accumulate_grads(self, None, engine)
 
     def backward_with(self, seed: "Tensor | EagerTensor", engine: Any = None) -> None:
         """Accumulate the VJP of ``seed`` (self's shape and dtype) into reachable variables' slots."""
-        self._rt._backward(self, seed, engine)
+        self.runtime.accumulate_grads(self, seed, engine)
 
     def __repr__(self) -> str:
         kind = "variable" if self.is_leaf else "tracked" if self.is_tracked else "constant"
@@ -280,7 +262,7 @@ class TangentMemo:
 
     def check(self, op: str, seeds: Sequence[tuple[EagerTensor, EagerTensor]]) -> None:
         """InvalidArgument unless a filled memo holds for a jvp along ``seeds``."""
-        given = {tensor_key(w): t._value for w, t in seeds}
+        given = {tensor_key(w): t.payload for w, t in seeds}
         if self._seeds is not None and any(given.get(key) is not value for key, value in self._seeds.items()):
             raise InvalidArgument(
                 op, "a memo filled along seeds that this jvp also has, with the same tangents", "other seeds"
@@ -288,7 +270,7 @@ class TangentMemo:
 
     def fill(self, seeds: Sequence[tuple[EagerTensor, EagerTensor]], trace: "ForwardTrace", nodes: Sequence[Node]) -> None:
         """Keep ``trace``'s tangents of the tensors of ``nodes``: the jvp along ``seeds`` that filled it."""
-        self._seeds = {tensor_key(w): t._value for w, t in seeds}
+        self._seeds = {tensor_key(w): t.payload for w, t in seeds}
         self._tangents = dict(trace._tangents)
         self._nodes = set(nodes)
 

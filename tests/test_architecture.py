@@ -34,6 +34,10 @@ LAYERS = [
     ["numpy.linalg"],
     ["numpy"],
     ["models.cli", "models.onsager"],
+    ["models.trg", "models.reference"],
+    ["models.hotrg", "models.sweep_csv"],
+    ["models.sweep_pool"],
+    ["models.sweep"],
     ["models"],
 ]
 

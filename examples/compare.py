@@ -79,7 +79,8 @@ def main(argv: Sequence[str]) -> int:
         except OSError as err:
             cli.exit(2, f"compare.py: cannot read {path!r}: {err.strerror}\n")
         except UnicodeDecodeError as err:
-            cli.exit(2, f"compare.py: {path!r} is not a run's output (bytes that are not UTF-8 at offset {err.start})\n")
+            cli.exit(2, f"compare.py: {path!r} is not a run's output (bytes that are not UTF-8 at offset "
+                        f"{err.start})\n")
         if not parsed[-1][0]:
             cli.exit(2, f"compare.py: no 'beta=...' lines in {path!r}\n")
     ok = True

@@ -65,7 +65,8 @@ def parser() -> ArgumentParser:
                         f"{RANGE} (default 0.40:0.48:0.005)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--jobs", type=count, default=None,
-                       help=f"worker processes (default: the cores, {available_parallelism()} here); 1: in this process")
+                       help=f"worker processes (default: the cores, {available_parallelism()} here); 1: in this "
+                            "process")
     where.add_argument("--scheduler", metavar="ADDRESS", default=None,
                        help="run the betas on the Dask cluster of this scheduler, e.g. tcp://127.0.0.1:8786 (needs "
                             "pip install -e '.[distributed]'; the workers need tenferro_py; not with --jobs); this "

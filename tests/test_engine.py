@@ -22,7 +22,7 @@ def wide(n=2):
     return tf.CpuEngine(tf.Pool.builder().threads(n).build())
 
 
-def rendezvous_context(parties=2, timeout=10.0):
+def rendezvous_context(parties=2, timeout=60.0):
     """A context with "meet": a costly kernel that returns x only once ``parties`` of its calls are
     running at the same time (else it raises after ``timeout``), and "double", a cheap one."""
     barrier = threading.Barrier(parties, timeout=timeout)

@@ -50,8 +50,9 @@ def test_a_wheel_installs_every_module_and_py_typed_and_each_imports_outside_the
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, copy / name)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
-    _run([*pip, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(tmp_path / "dist"), str(copy)], tmp_path)
-    (wheel,) = (tmp_path / "dist").glob("tenferro_py-*.whl")
+    dist = tmp_path / "dist"
+    _run([*pip, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(dist), str(copy)], tmp_path)
+    (wheel,) = dist.glob("tenferro_py-*.whl")
     site = tmp_path / "site"
     _run([*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)], tmp_path)
     assert (site / "tenferro_py" / "py.typed").is_file()

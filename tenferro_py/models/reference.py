@@ -38,7 +38,8 @@ def report(name: str, run: Mapping[float, Values], reference: bool) -> tuple[lis
     """(lines, ok): per β the errors against Onsager and, when ``reference``, against the table;
     ok is False when a β of the table is outside its tolerance. None values are skipped."""
     ok = True
-    lines = [f"{name}: error against Onsager (truncation at this χ)" + (" and against SPEC's table" if reference else "")]
+    title = f"{name}: error against Onsager (truncation at this χ)"
+    lines = [title + (" and against SPEC's table" if reference else "")]
     for beta, values in run.items():
         c_exact = specific_heat(beta)
         exact = (ln_z(beta), energy(beta), c_exact, c_exact)
@@ -46,7 +47,8 @@ def report(name: str, run: Mapping[float, Values], reference: bool) -> tuple[lis
             f"d{n}={v - e:+.3e}" for n, v, e in zip(NAMES, values, exact) if v is not None
         )
         if reference and beta in REFERENCE:
-            diffs = [(n, abs(v - r), t) for n, v, r, t in zip(NAMES, values, REFERENCE[beta], TOLERANCE) if v is not None]
+            diffs = [(n, abs(v - r), t) for n, v, r, t in zip(NAMES, values, REFERENCE[beta], TOLERANCE)
+                     if v is not None]
             good = all(d <= t for _, d, t in diffs)
             ok &= good
             line += " | table " + " ".join(f"|d{n}|={d:.1e}" for n, d, _ in diffs)

@@ -170,8 +170,8 @@ class _Progress:
             sys.stderr.flush()
 
 
-def _compute(executor: Executor, task: Callable[..., dict], todo: list[float], settings: Settings, path: Path, bar: _Progress,
-             computed: list[float], failed: dict[float, str]) -> None:
+def _compute(executor: Executor, task: Callable[..., dict], todo: list[float], settings: Settings, path: Path,
+             bar: _Progress, computed: list[float], failed: dict[float, str]) -> None:
     """Run task for each β of todo on executor, appending each row as its β finishes.
 
     A β whose result is not finite (or whose SVD refuses its input) goes into failed, said in

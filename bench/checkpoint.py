@@ -1,7 +1,7 @@
 """Peak memory of the staged TRG's sweeps with and without checkpointing (tenferro_py.staged).
 
 Per mode (``checkpoint=None``, ``"sqrt"``, ``"stage"``) two fresh subprocesses run one
-sweep of examples/ising_trg.py's TRG as a ``staged.Program`` and report:
+sweep of tenferro_py.models.trg's TRG as a ``staged.Program`` and report:
   * the tracemalloc peak (NumPy registers its buffers with tracemalloc, so this is the
     arrays and Python objects the sweep holds at its worst moment), and
   * the peak RSS (``ru_maxrss``) of a run without tracemalloc, and its rise over the
@@ -23,12 +23,8 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "examples")]
-
-from ising_trg import program, schedule  # noqa: E402
+from tenferro_py.models.trg import program, schedule
 
 
 MODES = {"none": None, "sqrt": "sqrt", "stage": "stage"}

@@ -17,15 +17,12 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Callable, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import tenferro_py as tf  # noqa: E402
-from tenferro_py import AdContext, CpuEngine, EagerRuntime, EagerSession, Tensor  # noqa: E402
+import tenferro_py as tf
+from tenferro_py import AdContext, CpuEngine, EagerRuntime, EagerSession, Tensor
 
 
 def _operands(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:

@@ -15,14 +15,11 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
+from threadpoolctl import threadpool_limits
 
-import numpy as np  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
-
-from tenferro_py import krylov  # noqa: E402
+from tenferro_py import krylov
 
 FRACTIONS = (0.03, 0.06, 0.1, 0.125, 0.25, 0.4)
 

@@ -13,7 +13,7 @@ With g on every step it gives the table's c_ad back (to 3e-13 at β = 0.3, 0.5, 
 
     python bench/old_rule_attribution.py 0.4 --hotrg   # HOTRG's u (χ = 16, 30 steps), eigh's old rule
 
-does the same for examples/hotrg_ising.py, whose eigh had F_ij = d/(d² + ε²), d = w_j − w_i,
+does the same for tenferro_py.models.hotrg, whose eigh had F_ij = d/(d² + ε²), d = w_j − w_i,
 ε = 1e-12 absolute: the old coefficient replaces the new one on one step at a time, then on
 pairs of every step grouped by |w_j − w_i|/max|w|.
 """
@@ -21,19 +21,14 @@ pairs of every step grouped by |w_j − w_i|/max|w|.
 from __future__ import annotations
 
 import argparse
-import pathlib
 import sys
 
 import numpy as np
 
-sys.path[:0] = [str(pathlib.Path(__file__).resolve().parents[1] / "examples")]
-
-import hotrg_ising  # noqa: E402
-import ising_trg  # noqa: E402
-
-import tenferro_py.linalg as linalg  # noqa: E402
-import tenferro_py.session as session  # noqa: E402
-from tenferro_py import CpuEngine, SliceConfig, Tensor  # noqa: E402
+import tenferro_py.linalg as linalg
+import tenferro_py.session as session
+from tenferro_py import CpuEngine, SliceConfig, Tensor
+from tenferro_py.models import hotrg, trg
 
 TABLE_C_AD = {0.3: 0.286288379149, 0.4: 0.861447343854, 0.5: 0.724737277976, 0.6: 0.313435729647}
 OLD_EPS = 1e-12
@@ -71,7 +66,7 @@ def old_rule_on(step_of: dict, steps: set, pairs=None):
 def c_ad(beta: float, ks, engine, coefficients=CURRENT) -> float:
     linalg.gap_coefficients = coefficients
     try:
-        return beta * beta * ising_trg.value_grad_and_curvature(beta, ks, engine)[2]
+        return beta * beta * trg.value_grad_and_curvature(beta, ks, engine)[2]
     finally:
         linalg.gap_coefficients = CURRENT
 
@@ -95,12 +90,12 @@ def old_eigh_rule_on(step_of: dict, steps: set, pairs=None):
     return coefficients
 
 
-def hotrg(beta: float) -> int:
+def attribute_hotrg(beta: float) -> int:
     """HOTRG's u: which steps' eigh, and which pairs of eigenvalues, moved it."""
-    ks = hotrg_ising.schedule(16, 30)
+    ks = hotrg.schedule(16, 30)
     step_of: dict = {}
     current_step = [0]
-    eigh, step = session.EagerSession.eigh, hotrg_ising.step
+    eigh, step = session.EagerSession.eigh, hotrg.step
 
     def recording_eigh(self, x, derivative_eps=None):
         w, v = eigh(self, x, derivative_eps)
@@ -115,11 +110,11 @@ def hotrg(beta: float) -> int:
         current_step[0] = -1
         linalg.gap_coefficients = coefficients
         try:
-            return -hotrg_ising.program(ks).value_and_grad(beta)[1].item()
+            return -hotrg.program(ks).value_and_grad(beta)[1].item()
         finally:
             linalg.gap_coefficients = CURRENT
 
-    session.EagerSession.eigh, hotrg_ising.step = recording_eigh, counting_step
+    session.EagerSession.eigh, hotrg.step = recording_eigh, counting_step
     try:
         base = u()
         every = u(old_eigh_rule_on(step_of, set(range(len(ks)))))
@@ -137,7 +132,7 @@ def hotrg(beta: float) -> int:
             moved = u(old_eigh_rule_on(step_of, set(range(len(ks))), pairs)) - base
             print(f"  pairs with |w_j − w_i| in [{lo:g}, {hi:g})·max|w|, every step: {moved:+.3e}")
     finally:
-        session.EagerSession.eigh, hotrg_ising.step = eigh, step
+        session.EagerSession.eigh, hotrg.step = eigh, step
     return 0
 
 
@@ -148,11 +143,11 @@ def main(argv) -> int:
     parser.add_argument("--hotrg", action="store_true", help="HOTRG's u and eigh's old rule instead")
     args = parser.parse_args(argv)
     if args.hotrg:
-        return hotrg(args.beta)
-    ks = ising_trg.schedule(16, 20)
+        return attribute_hotrg(args.beta)
+    ks = trg.schedule(16, 20)
     engine = CpuEngine.serial()
     spectra: list = []
-    ising_trg.value_and_grad(args.beta, ks, engine, spectra=spectra)
+    trg.value_and_grad(args.beta, ks, engine, spectra=spectra)
     step_of = {numbers(sv).tobytes(): i // 2 for i, sv in enumerate(spectra)}
     base = c_ad(args.beta, ks, engine)
     every = c_ad(args.beta, ks, engine, old_rule_on(step_of, set(range(len(ks)))))

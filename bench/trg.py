@@ -5,7 +5,8 @@ prints medians and ratios:
   (a) ``numpy_forward``: plain NumPy forward-only TRG, no AD, BLAS pinned to 1 thread — the floor;
   (h) ``bench/handwritten_trg.py``: the value and gradient written by hand in NumPy, the reverse
       with the fewest kernels — what any AD engine over NumPy is measured against;
-  (b) the staged ``value_and_grad`` of examples/ising_trg.py on ``CpuEngine`` of width ``--width``;
+  (b) the staged ``value_and_grad`` of tenferro_py.models.trg (run by examples/ising_trg.py) on ``CpuEngine``
+      of width ``--width``;
   (p) ``bench/ported_trg.py``: the same algorithm as a line-by-line port of a tenferro (Rust)
       program reads (see that file), same width;
   (b1), (p1) the same at width 1 (only when --width > 1);
@@ -36,10 +37,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import math
 import os
 import platform
 import resource
+import runpy
 import statistics
 import subprocess
 import sys
@@ -47,20 +50,17 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
+import handwritten_trg  # beside this file: Python runs a script with its folder first on the path
+import numpy as np
+import opt_einsum
+import ported_trg
+from threadpoolctl import threadpool_info, threadpool_limits
+
+import tenferro_py
+from tenferro_py import CpuEngine, Pool
+from tenferro_py.models.trg import schedule, value_and_grad, value_grad_and_curvature
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "examples"), str(ROOT / "bench")]
-
-import numpy as np  # noqa: E402
-import opt_einsum  # noqa: E402
-from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
-
-import json  # noqa: E402
-
-import handwritten_trg  # noqa: E402
-import ported_trg  # noqa: E402
-import tenferro_py  # noqa: E402
-from ising_trg import schedule, value_and_grad, value_grad_and_curvature  # noqa: E402
-from tenferro_py import CpuEngine, Pool  # noqa: E402
 
 LNZ_TOL, GRAD_TOL, JAX_GRAD_TOL = 1e-12, 1e-12, 1e-9
 SCALING_POINTS = ((8, 20), (16, 20), (24, 12), (32, 8))  # (χ, steps); fit over χ >= SCALING_FIT_MIN
@@ -137,11 +137,10 @@ def ported_runner(ks: Sequence[int], width: int) -> Callable[[float], tuple[floa
 
 def numpy_style_runner(ks: Sequence[int]) -> Callable[[float], tuple[float, float]]:
     """(n): examples/trg_numpy.py, the same TRG in NumPy's spelling through tenferro_py.numpy (one tape)."""
-    import trg_numpy
-
     import tenferro_py.numpy as tnp
 
-    both = tnp.value_and_grad(trg_numpy.lnz_per_site)
+    lnz_per_site = runpy.run_path(str(ROOT / "examples" / "trg_numpy.py"))["lnz_per_site"]
+    both = tnp.value_and_grad(lnz_per_site)
     return lambda beta: tuple(float(v) for v in both(beta, ks))
 
 
@@ -238,7 +237,7 @@ def compare(args: argparse.Namespace) -> int:
         runners["c"], description = jax
         print(f"# (c) {description}")
     names = {"a": "NumPy forward floor (1 BLAS thread)", "h": "hand-written NumPy value and gradient",
-             "b": f"examples/ising_trg.py value_and_grad (width {args.width})",
+             "b": f"models.trg value_and_grad (width {args.width})",
              "p": f"bench/ported_trg.py value_and_grad (width {args.width})", "b1": "b at width 1",
              "p1": "p at width 1", "c": "JAX jit(value_and_grad) (1 BLAS thread)",
              "d": "value_grad_and_curvature (same width)",

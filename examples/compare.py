@@ -13,22 +13,14 @@ checks the whole table. Values missing from a run (c or c_ad, by --c) are skippe
 
 from __future__ import annotations
 
+import argparse
 import re
 import struct
 import sys
 from typing import Sequence, TextIO
 
-from tenferro_py.models.onsager import energy, ln_z, specific_heat
-
-#: SPEC §4, χ = 16, 20 steps, h = 1e-5: β → (lnZ/N, u, c by difference, c by jvp of grad).
-REFERENCE = {
-    0.3: (0.790559063800966, -0.704498679529762, 0.286288378175, 0.286288379149),
-    0.4: (0.879363060306852, -1.106045407611296, 0.861447342402, 0.861447343854),
-    0.5: (1.025792858455948, -1.745583468150080, 0.724737280960, 0.724737277976),
-    0.6: (1.210133028164416, -1.909086939792358, 0.313435729623, 0.313435729647),
-}
-TOLERANCE = (1e-13, 1e-10, 1e-7, 1e-8)
-NAMES = ("lnZ/N", "u", "c", "c_ad")
+from tenferro_py.models.cli import ArgumentParser
+from tenferro_py.models.reference import NAMES, Values, is_reference_setting, report
 
 _HEADER = re.compile(r"chi=(\d+) steps=(\d+) width=\d+ h=(\S+)")
 _PAIR = re.compile(r"([\w/]+)=(\S+)")
@@ -36,14 +28,6 @@ _PAIR = re.compile(r"([\w/]+)=(\S+)")
 
 def _from_hex(text: str) -> float:
     return struct.unpack(">d", bytes.fromhex(text))[0]
-
-
-def is_reference_setting(chi: int, steps: int, h: float) -> bool:
-    """True for the setting of SPEC's table: χ = 16, 20 steps, h = 1e-5."""
-    return (chi, steps, h) == (16, 20, 1e-5)
-
-
-Values = tuple  # (lnZ/N, u, c or None, c_ad or None)
 
 
 def parse(stream: TextIO) -> tuple[dict[float, Values], bool]:
@@ -64,26 +48,6 @@ def parse(stream: TextIO) -> tuple[dict[float, Values], bool]:
     return runs, reference
 
 
-def report(name: str, run: dict, reference: bool) -> bool:
-    """Print errors against Onsager (and SPEC's table when ``reference``); True when the table holds."""
-    ok = True
-    print(f"{name}: error against Onsager (truncation at this χ)" + (" and against SPEC's table" if reference else ""))
-    for beta, values in run.items():
-        c_exact = specific_heat(beta)
-        exact = (ln_z(beta), energy(beta), c_exact, c_exact)
-        line = f"  beta={beta:.4f} onsager " + " ".join(
-            f"d{n}={v - e:+.3e}" for n, v, e in zip(NAMES, values, exact) if v is not None
-        )
-        if reference and beta in REFERENCE:
-            diffs = [(n, abs(v - r), t) for n, v, r, t in zip(NAMES, values, REFERENCE[beta], TOLERANCE) if v is not None]
-            good = all(d <= t for _, d, t in diffs)
-            ok &= good
-            line += " | table " + " ".join(f"|d{n}|={d:.1e}" for n, d, _ in diffs)
-            line += " ok" if good else " OUTSIDE TOLERANCE"
-        print(line)
-    return ok
-
-
 def compare(a: dict, b: dict) -> None:
     """Max differences between two runs over their common βs, and how many values agree bit for bit."""
     common = sorted(set(a) & set(b))
@@ -102,29 +66,31 @@ def _open(path: str) -> TextIO:
 
 
 def main(argv: Sequence[str]) -> int:
-    if not 1 <= len(argv) <= 2 or any(a in ("-h", "--help") for a in argv):
-        print(__doc__.strip())
-        return 0 if argv else 2
+    cli = ArgumentParser(prog="compare.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cli.add_argument("run", nargs="+", metavar="RUN", help="a file holding ising_trg.py's output, or - for stdin")
+    paths = cli.parse_args(argv).run
+    if len(paths) > 2:
+        cli.error(f"at most two runs to compare, got {len(paths)}")
     parsed = []
-    for path in argv:
+    for path in paths:
         try:
             with _open(path) as stream:
                 parsed.append(parse(stream))
         except OSError as err:
-            print(f"compare.py: cannot read {path!r}: {err.strerror}", file=sys.stderr)
-            return 2
+            cli.exit(2, f"compare.py: cannot read {path!r}: {err.strerror}\n")
         except UnicodeDecodeError as err:
-            print(f"compare.py: {path!r} is not a run's output (bytes that are not UTF-8 at offset {err.start})",
-                  file=sys.stderr)
-            return 2
+            cli.exit(2, f"compare.py: {path!r} is not a run's output (bytes that are not UTF-8 at offset "
+                        f"{err.start})\n")
         if not parsed[-1][0]:
-            print(f"compare.py: no 'beta=...' lines in {path!r}", file=sys.stderr)
-            return 2
-    ok = all([report(name, run, reference) for name, (run, reference) in zip("AB", parsed)])
+            cli.exit(2, f"compare.py: no 'beta=...' lines in {path!r}\n")
+    ok = True
+    for name, (run, reference) in zip("AB", parsed):
+        lines, good = report(name, run, reference)
+        print("\n".join(lines))
+        ok &= good
     if len(parsed) == 2:
         compare(parsed[0][0], parsed[1][0])
     return 0 if ok else 1
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -36,7 +36,22 @@ import numpy as np
 
 import ctmrg_c4v
 from tenferro_py.models import onsager
-from ising_trg import UsageError, initial, number_argument
+from tenferro_py.models.trg import initial
+from tenferro_py.models.cli import plain_number
+
+
+class UsageError(Exception):
+    """A bad command-line argument (until this example moves onto models.cli's parser)."""
+
+
+def number_argument(name, text, kind, allowed, ok):
+    try:
+        value = plain_number(text, kind)
+    except ValueError:
+        raise UsageError(f"{name} must be {allowed}, got {text!r}") from None
+    if not ok(value):
+        raise UsageError(f"{name} must be {allowed}, got {text!r}")
+    return value
 
 import tenferro_py as tf
 from tenferro_py import EagerSession, EagerTensor, Tensor

@@ -42,7 +42,21 @@ import numpy as np
 import scipy.optimize
 
 import ctmrg_c4v
-from ising_trg import UsageError, number_argument
+from tenferro_py.models.cli import plain_number
+
+
+class UsageError(Exception):
+    """A bad command-line argument (until this example moves onto models.cli's parser)."""
+
+
+def number_argument(name, text, kind, allowed, ok):
+    try:
+        value = plain_number(text, kind)
+    except ValueError:
+        raise UsageError(f"{name} must be {allowed}, got {text!r}") from None
+    if not ok(value):
+        raise UsageError(f"{name} must be {allowed}, got {text!r}")
+    return value
 
 import tenferro_py as tf
 from tenferro_py import CpuEngine, EagerRuntime, EagerSession, EagerTensor, Tensor

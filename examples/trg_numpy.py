@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import sys
 
-from ising_trg import DEFAULT_BETAS, UsageError, in_beta_range, number_argument, schedule
-
 import tenferro_py.numpy as tnp
+from tenferro_py.models import trg
+from tenferro_py.models.cli import ArgumentParser, number
 
 
 def initial(beta):
@@ -49,23 +49,19 @@ def lnz_per_site(beta, ks):
 
 
 def main(argv) -> int:
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__.strip())
-        return 0
-    try:
-        chi = number_argument("chi", argv[0], int, "an integer >= 1", lambda v: v >= 1) if argv else 16
-        steps = number_argument("steps", argv[1], int, "an integer >= 1", lambda v: v >= 1) if len(argv) > 1 else 20
-        betas = [number_argument("beta", a, float, "a number in [1e-14, 8]", in_beta_range) for a in argv[2:]]
-    except UsageError as err:
-        print(f"trg_numpy.py: {err}", file=sys.stderr)
-        return 2
-    ks = schedule(chi, steps)
-    for beta in betas or DEFAULT_BETAS:
+    cli = ArgumentParser(prog="trg_numpy.py", description=__doc__.splitlines()[0])
+    positive = number(int, "an integer >= 1", lambda v: v >= 1)
+    cli.add_argument("chi", nargs="?", type=positive, default=16, help="bond dimension (default 16)")
+    cli.add_argument("steps", nargs="?", type=positive, default=20, help="TRG steps, N = 2^steps (default 20)")
+    cli.add_argument("beta", nargs="*", type=number(float, "a number in [1e-14, 8]", trg.in_beta_range),
+                     help="inverse temperatures (default 0.3 0.4 0.44 0.5 0.6)")
+    args = cli.parse_args(argv)
+    ks = trg.schedule(args.chi, args.steps)
+    for beta in args.beta or trg.DEFAULT_BETAS:
         lnz, grad = tnp.value_and_grad(lnz_per_site)(beta, ks)
         curvature = tnp.hvp(lambda b: lnz_per_site(b, ks), beta, 1.0)
         print(f"beta={beta:.4f} lnZ/N={float(lnz):.15f} u={-float(grad):.15f} c={beta * beta * float(curvature):.12f}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

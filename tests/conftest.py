@@ -1,12 +1,36 @@
-"""Shared fixtures of the core test suite: a runtime, an engine, a seeded rng.
+"""Shared fixtures of the core test suite: a runtime, an engine, a seeded rng; and the one place
+that says which tenferro_py subprocesses import.
 
-Nothing heavy happens here: each fixture is a fresh, cheap object per test.
+The suite tests the tenferro_py it imports: the installed package when run as the README and
+.ci/run say (``pytest`` from a venv with the project installed), the source tree when run with
+it on the path. The examples, Dask's workers and every other subprocess import the same one:
+its location goes first on PYTHONPATH for the session.
 """
+
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tenferro_py as tf
+
+UNDER_TEST = str(Path(tf.__file__).resolve().parents[1])
+"""The folder holding the tenferro_py under test (site-packages, or the repository)."""
+
+
+_OUTER_PYTHONPATH = os.environ.get("PYTHONPATH")
+
+
+def pytest_configure(config):
+    os.environ["PYTHONPATH"] = os.pathsep.join([UNDER_TEST, *filter(None, [_OUTER_PYTHONPATH])])
+
+
+def pytest_unconfigure(config):
+    if _OUTER_PYTHONPATH is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = _OUTER_PYTHONPATH
 
 
 @pytest.fixture

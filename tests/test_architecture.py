@@ -36,6 +36,10 @@ LAYERS = [
     ["numpy.scipy"],
     ["numpy"],
     ["models.cli", "models.onsager"],
+    ["models.trg", "models.reference"],
+    ["models.hotrg", "models.sweep_csv"],
+    ["models.sweep_pool"],
+    ["models.sweep"],
     ["models"],
 ]
 

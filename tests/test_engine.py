@@ -2,8 +2,8 @@
 reads and session ends wait for what they need, errors surface where they should, and every
 width gives the same bits."""
 
+import runpy
 import threading
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,18 +11,18 @@ import pytest
 
 import tenferro_py as tf
 from tenferro_py.engine import Pending, available_parallelism, resolve
+from tenferro_py.models import trg
 from tenferro_py.rules import RuleSet
 from tenferro_py.tensor import Aval
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "examples")]
 
 
 def wide(n=2):
     return tf.CpuEngine(tf.Pool.builder().threads(n).build())
 
 
-def rendezvous_context(parties=2, timeout=10.0):
+def rendezvous_context(parties=2, timeout=60.0):
     """A context with "meet": a costly kernel that returns x only once ``parties`` of its calls are
     running at the same time (else it raises after ``timeout``), and "double", a cheap one."""
     barrier = threading.Barrier(parties, timeout=timeout)
@@ -146,12 +146,10 @@ def test_pool_width_defaults_to_the_available_parallelism_as_in_tenferro():
 
 def test_the_ported_trg_gives_the_same_bits_at_widths_1_and_2():
     """The program of bench/ported_trg.py (reads each SVD before writing the next): same bits."""
-    import ported_trg
-    from ising_trg import schedule, value_and_grad
-
-    ks = schedule(8, 6)
-    one = ported_trg.value_and_grad(0.44, ks, tf.CpuEngine.serial())
-    two = ported_trg.value_and_grad(0.44, ks, wide())
+    ported = runpy.run_path(str(ROOT / "bench" / "ported_trg.py"))["value_and_grad"]
+    ks = trg.schedule(8, 6)
+    one = ported(0.44, ks, tf.CpuEngine.serial())
+    two = ported(0.44, ks, wide())
     assert one == two
-    example = value_and_grad(0.44, ks)
+    example = trg.value_and_grad(0.44, ks)
     assert abs(one[0] - example[0]) <= 1e-14 and abs(one[1] - example[1]) <= 1e-12

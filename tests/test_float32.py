@@ -5,6 +5,7 @@ import pytest
 
 import tenferro_py as tf
 from tenferro_py import SliceConfig
+from tenferro_py.models import trg
 
 
 def pipeline(s, a):
@@ -49,15 +50,9 @@ def test_single_precision_stays_single_and_matches_double(rng, dtype, rtol):
 
 
 def test_float32_trg_step_stays_float32():
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-    import ising_trg
-
     rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
-    t = rt.variable_from(tf.Tensor(rt.with_eager_session(eng, lambda s: ising_trg.initial(
+    t = rt.variable_from(tf.Tensor(rt.with_eager_session(eng, lambda s: trg.initial(
         s, s.constant_from(tf.Tensor.scalar(0.4)))).value().to_numpy().astype(np.float32)))
-    t_next, ln_norm = rt.with_eager_session(eng, lambda s: ising_trg.step(s, t, 2))
+    t_next, ln_norm = rt.with_eager_session(eng, lambda s: trg.step(s, t, 2))
     ct = rt.vjp(eng, t_next, t, tf.Tensor(np.ones(t_next.shape, np.float32)))
     assert t_next.dtype == ln_norm.dtype == ct.dtype == np.float32

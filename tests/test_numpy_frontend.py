@@ -2,7 +2,7 @@
 indexing) against NumPy itself, derivatives against central differences, the JAX-style
 transforms, and the same numbers as the tenferro-style API (a TRG written in NumPy's spelling)."""
 
-import sys
+import runpy
 from pathlib import Path
 
 import numpy as np
@@ -11,12 +11,10 @@ import pytest
 import tenferro_py as tf
 import tenferro_py.numpy as tnp
 from tenferro_py import staged
+from tenferro_py.models import trg
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-sys.path.insert(0, str(EXAMPLES))
-
-import ising_trg  # noqa: E402
-import trg_numpy  # noqa: E402
+#: examples/trg_numpy.py's functions: the TRG a NumPy user writes.
+trg_numpy = runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "trg_numpy.py"))
 
 
 def value_in_session(f, *args):
@@ -179,10 +177,10 @@ def test_transform_errors():
 
 @pytest.mark.parametrize("chi, steps, beta", [(16, 20, 0.5), (8, 10, 0.3), (8, 10, 0.6)])
 def test_trg_in_numpys_spelling_gives_the_examples_numbers(chi, steps, beta):
-    """examples/trg_numpy.py (NumPy's row-major reshapes, one tape) against examples/ising_trg.py."""
-    ks = ising_trg.schedule(chi, steps)
-    lnz, grad = tnp.value_and_grad(trg_numpy.lnz_per_site)(beta, ks)
-    lnz_ref, grad_ref = ising_trg.value_and_grad(beta, ks)
+    """examples/trg_numpy.py (NumPy's row-major reshapes, one tape) against tenferro_py.models.trg."""
+    ks = trg.schedule(chi, steps)
+    lnz, grad = tnp.value_and_grad(trg_numpy["lnz_per_site"])(beta, ks)
+    lnz_ref, grad_ref = trg.value_and_grad(beta, ks)
     assert abs(float(lnz) - lnz_ref) < 1e-13
     assert abs(float(grad) - grad_ref) < 1e-13
 
@@ -193,16 +191,16 @@ def test_numpy_style_stages_in_a_staged_program(width):
     tenferro-style step, to the bit at either width."""
 
     def stage(s, t, k):
-        t_next, ln_norm = trg_numpy.step(tnp.ndarray(t), k)
+        t_next, ln_norm = trg_numpy["step"](tnp.ndarray(t), k)
         return t_next.tensor, ln_norm.tensor
 
-    ks = ising_trg.schedule(8, 8)
+    ks = trg.schedule(8, 8)
     n = len(ks)
-    program = staged.Program(ising_trg.initial, [staged.Stage(lambda s, t, k=k: stage(s, t, k), 2.0**-i)
-                                                 for i, k in enumerate(ks)], ising_trg.log_trace, 2.0**-n)
+    program = staged.Program(trg.initial, [staged.Stage(lambda s, t, k=k: stage(s, t, k), 2.0**-i)
+                                                 for i, k in enumerate(ks)], trg.log_trace, 2.0**-n)
     engine = tf.CpuEngine(tf.Pool.builder().threads(width).build())
     lnz, grad = program.value_and_grad(0.45, engine=engine)
-    lnz_ref, grad_ref = ising_trg.program(ks).value_and_grad(0.45)
+    lnz_ref, grad_ref = trg.program(ks).value_and_grad(0.45)
     assert abs(lnz - lnz_ref) < 1e-14 and abs(grad.item() - grad_ref.item()) < 1e-13
     if width == 2:
         serial = program.value_and_grad(0.45)

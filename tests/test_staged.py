@@ -1,4 +1,4 @@
-"""tenferro_py.staged: the helper against examples/ising_trg.py's hand-written sweeps, bit for
+"""tenferro_py.staged: the helper against tenferro_py.models.trg's hand-written sweeps, bit for
 bit, in every checkpoint mode; exact answers of a 1D chain; what checkpointing keeps alive;
 errors.
 """
@@ -6,24 +6,19 @@ errors.
 from __future__ import annotations
 
 import math
-import sys
 import weakref
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tenferro_py as tf
 from tenferro_py import Tensor, staged
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-
-import ising_trg  # noqa: E402
+from tenferro_py.models import trg
 
 CHECKPOINTS = [None, "stage", "sqrt"]
 
 
-trg_program = ising_trg.program  # ising_trg's initial, step and log_trace driven by the helper
+trg_program = trg.program  # trg's initial, step and log_trace driven by the helper
 
 
 # --- bit for bit against the hand-written sweeps ---------------------------------------------
@@ -32,10 +27,10 @@ trg_program = ising_trg.program  # ising_trg's initial, step and log_trace drive
 @pytest.fixture(scope="module")
 def spec_setting():
     """SPEC's setting, χ = 16 and 20 steps, at β = 0.5: hand-written and helper results."""
-    ks = ising_trg.schedule(16, 20)
+    ks = trg.schedule(16, 20)
     program = trg_program(ks)
     return {
-        "hand": (ising_trg.value_and_grad(0.5, ks), ising_trg.value_grad_and_curvature(0.5, ks)),
+        "hand": (trg.value_and_grad(0.5, ks), trg.value_grad_and_curvature(0.5, ks)),
         "helper": {cp: (program.value_and_grad(0.5, checkpoint=cp), program.value_grad_and_curvature(
             0.5, checkpoint=cp)) for cp in CHECKPOINTS},
     }
@@ -52,9 +47,9 @@ def test_spec_setting_bit_for_bit(spec_setting, checkpoint):
 @pytest.mark.parametrize("beta", [0.3, 0.44, 0.6])
 def test_small_settings_bit_for_bit(beta):
     """χ = 6, 10 steps: the √L segments (4, 4, 2) do not divide the chain evenly."""
-    ks = ising_trg.schedule(6, 10)
+    ks = trg.schedule(6, 10)
     program = trg_program(ks)
-    hand, hand2 = ising_trg.value_and_grad(beta, ks), ising_trg.value_grad_and_curvature(beta, ks)
+    hand, hand2 = trg.value_and_grad(beta, ks), trg.value_grad_and_curvature(beta, ks)
     for cp in CHECKPOINTS:
         vg, vgc = program.value_and_grad(beta, checkpoint=cp), program.value_grad_and_curvature(beta, checkpoint=cp)
         assert (vg.value, vg.grad.item()) == hand
@@ -63,9 +58,9 @@ def test_small_settings_bit_for_bit(beta):
 
 
 def test_forward_mode_agrees_with_reverse():
-    ks = ising_trg.schedule(8, 12)
+    ks = trg.schedule(8, 12)
     program = trg_program(ks)
-    value, grad = ising_trg.value_and_grad(0.44, ks)
+    value, grad = trg.value_and_grad(0.44, ks)
     vj = program.value_and_jvp(0.44)
     assert vj.value == value
     assert abs(vj.jvp - grad) <= 1e-14 * abs(grad)
@@ -73,7 +68,7 @@ def test_forward_mode_agrees_with_reverse():
 
 
 def test_wide_engine_gives_the_same_bits():
-    ks = ising_trg.schedule(8, 8)
+    ks = trg.schedule(8, 8)
     program = trg_program(ks)
     serial = program.value_grad_and_curvature(0.4, checkpoint="sqrt")
     wide_engine = tf.CpuEngine(tf.Pool.builder().threads(2).build())

@@ -2,20 +2,13 @@
 LAPACK's, its determinism, its fallback, its exact derivatives (check_grads to order 2, real and
 complex; against the full SVD's derivative of the same truncated loss, on TRG too) and its errors."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import tenferro_py as tf
 from tenferro_py import krylov
+from tenferro_py.models import trg
 from tenferro_py.testing import check_grads
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-sys.path.insert(0, str(EXAMPLES))
-
-import ising_trg  # noqa: E402
 
 
 def with_spectrum(rng, m, n, values, dtype=float):
@@ -169,10 +162,10 @@ def test_any_scale(rng, scale):
 def test_trg_numbers_agree_with_the_full_svd():
     """χ = 16, 20 steps (the Krylov path from the 256 × 256 steps on): lnZ/N to 1e-12, u to 1e-10,
     c_ad to 1e-8, as README promises."""
-    ks = ising_trg.schedule(16, 20)
+    ks = trg.schedule(16, 20)
     for beta in (0.3, 0.5):
-        full = ising_trg.value_grad_and_curvature(beta, ks)
-        fast = ising_trg.value_grad_and_curvature(beta, ks, svd="krylov")
+        full = trg.value_grad_and_curvature(beta, ks)
+        fast = trg.value_grad_and_curvature(beta, ks, svd="krylov")
         assert abs(fast[0] - full[0]) < 1e-12
         assert abs(fast[1] - full[1]) < 1e-10
         assert abs(beta * beta * (fast[2] - full[2])) < 1e-8

@@ -1,8 +1,15 @@
 """Tensor-network algorithms written on tenferro_py's public API: import them, do not copy a script.
 
 ``onsager``: the exact infinite 2D Ising model (the reference the others are checked against).
+``trg``: Levin–Nave TRG of the 2D Ising model, staged: the tensor, one step, lnZ/N with its
+gradient and curvature by the explicit sweep, the same as a ``staged.Program``.
+``hotrg``: HOTRG of the same model, as a ``staged.Program``.
+``reference``: SPEC's reference table of TRG, and a run's errors against it and Onsager.
+``sweep`` (with ``sweep_csv``, ``sweep_pool``; POSIX, imported on demand): a resumable β sweep
+of TRG into a CSV, on worker processes or a Dask cluster.
+``cli``: the examples' command-line convention.
 """
 
-from . import onsager
+from . import hotrg, onsager, reference, trg
 
-__all__ = ["onsager"]
+__all__ = ["hotrg", "onsager", "reference", "trg"]

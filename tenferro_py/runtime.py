@@ -1,24 +1,24 @@
-"""AdContext (which rules, which ε) and EagerRuntime (variables, sessions, transforms)."""
+"""AdContext (which rules, which ε) and EagerRuntime (variables, sessions, modes, and the one hook
+through which sessions hand it their ops; its transforms are :class:`~tenferro_py.transforms.Transforms`)."""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import math
 import weakref
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-import numpy as np
 
 from . import einsum as _einsum
 from . import linalg as _linalg
 from .engine import CpuEngine
-from .errors import DTypeMismatch, InvalidArgument, NonScalarGrad, NotReachable, RuntimeMismatch, ShapeMismatch
+from .errors import InvalidArgument, RuntimeMismatch
 from .ops import core_rules
 from .rules import RuleSet
 from .session import EagerSession
+from .transforms import Transforms
 from .structure import dense
-from .tape import EagerTensor, ForwardTrace, Leaf, TangentMemo, ancestors, op_outputs, reaching, reverse_sweep, tensor_key
+from .tape import EagerTensor, ForwardTrace, Leaf, op_outputs, reverse_sweep, tensor_key
 from .tensor import Aval, Tensor
 
 R = TypeVar("R")
@@ -133,7 +133,7 @@ class GradMode:
         self.close()
 
 
-class EagerRuntime:
+class EagerRuntime(Transforms):
     """Owns variables, their grad slots and the tape; runs sessions and transforms.
 
     A runtime is used from one thread at a time.
@@ -229,15 +229,12 @@ class EagerRuntime:
 
     def with_eager_session(self, engine: CpuEngine, f: Callable[[EagerSession], R]) -> R:
         """Run ``f(session)``: its ops run on ``engine`` and are recorded; all of its kernels are done when it returns."""
-        with self._session(engine) as s:
+        with self.session(engine) as s:
             return f(s)
 
-    def session(self, engine: CpuEngine) -> contextlib.AbstractContextManager[EagerSession]:
-        """``with rt.session(engine) as s:``, the block form of :meth:`with_eager_session`."""
-        return self._session(engine)
-
     @contextlib.contextmanager
-    def _session(self, engine: CpuEngine) -> Iterator[EagerSession]:
+    def session(self, engine: CpuEngine) -> Iterator[EagerSession]:
+        """``with rt.session(engine) as s:``, the block form of :meth:`with_eager_session`."""
         if not isinstance(engine, CpuEngine):
             raise InvalidArgument("EagerRuntime", "a CpuEngine", type(engine).__name__)
         with engine.active():
@@ -263,7 +260,7 @@ class EagerRuntime:
             leaf.grad = None
 
     @contextlib.contextmanager
-    def _tracing(self, trace: ForwardTrace) -> Iterator[None]:
+    def tracing(self, trace: ForwardTrace) -> Iterator[None]:
         """Push every op of every session through ``trace`` meanwhile (the newest trace first)."""
         self._traces.append(trace)
         try:
@@ -295,7 +292,7 @@ class EagerRuntime:
             if t is not None and tensor_key(p) not in seeded:  # one tensor in two slots has one tangent
                 seeded.add(tensor_key(p))
                 trace.seed(s, p, t)
-        with self._tracing(trace):
+        with self.tracing(trace):
             outs = f(list(primals))
         return tuple(trace.tangent(o) for o in outs)
 
@@ -319,186 +316,3 @@ class EagerRuntime:
         cts, _ = reverse_sweep(s, self._ad, roots, wanted)
         return tuple(dense(s, cts[tensor_key(x)]) if need and tensor_key(x) in cts else None
                      for x, need in zip(xs, needs))
-
-    # --- transforms -------------------------------------------------------------
-
-    def _direction(self, op: str, what: str, t: object, like: EagerTensor) -> EagerTensor:
-        """A seed, cotangent or tangent: a Tensor or EagerTensor of ``like``'s shape and dtype."""
-        x = self.operand(op, t)
-        if x.shape != like.shape:
-            raise ShapeMismatch(op, f"{what} of shape {list(like.shape)}", f"shape {list(x.shape)}")
-        if x.dtype != like.dtype:
-            raise DTypeMismatch(op, f"{what} of dtype {like.dtype}", str(x.dtype))
-        return x
-
-    def _wrt_list(self, op: str, wrt: Any) -> tuple[list[EagerTensor], bool]:
-        many = isinstance(wrt, (list, tuple))
-        items = list(wrt) if many else [wrt]
-        if many and not items:
-            raise InvalidArgument(op, "at least one tensor in wrt", "an empty sequence")
-        return [self.check_owned(op, w) for w in items], many
-
-    def _unreached(self, op: str, w: EagerTensor, optional: bool) -> None:
-        if not optional:
-            got = "a constant (it has no slot)" if not w.is_tracked else "a tensor the output does not depend on"
-            raise NotReachable(op, "wrt that reaches the output", got)
-
-    def _swept(self, s: EagerSession, op: str, targets: list, cts: dict, met: set, optional: bool) -> list:
-        """Each target's cotangent from a reverse sweep: dense, zeros where none flowed, None if unreached."""
-        results: list[EagerTensor | None] = []
-        for w in targets:
-            key = tensor_key(w)
-            if not w.is_tracked or key not in met:
-                self._unreached(op, w, optional)
-                results.append(None)
-            elif key in cts:
-                results.append(dense(s, cts[key]))
-            else:
-                results.append(s.zeros(w.shape, w.dtype))
-        return results
-
-    def _tangents_for(self, op: str, sources: list[EagerTensor], many: bool, tan: Any) -> list[EagerTensor]:
-        """The tangents given for ``sources`` (a sequence when ``many``), one each, checked."""
-        tans = list(tan) if many else [tan]
-        if len(tans) != len(sources):
-            raise InvalidArgument(op, f"{len(sources)} tangents (one per wrt)", f"{len(tans)}")
-        return [self._direction(op, "a tangent", t, w) for t, w in zip(tans, sources)]
-
-    @staticmethod
-    def _check_memo(op: str, memo: Any, seeds: list) -> None:
-        """None, or a TangentMemo that holds for ``seeds``; else InvalidArgument."""
-        if memo is not None:
-            if not isinstance(memo, TangentMemo):
-                raise InvalidArgument(op, "memo: a TangentMemo", type(memo).__name__)
-            memo.check(op, seeds)
-
-    def _vjp(self, op: str, engine: CpuEngine, out: Any, wrt: Any, cot: Any, optional: bool) -> Any:
-        out = self.check_owned(op, out)
-        targets, many = self._wrt_list(op, wrt)
-        cot = self._direction(op, "a cotangent", cot, out)
-        with self._session(engine) as s:
-            cts, met = reverse_sweep(s, self._ad, [(out, cot)], targets)
-            results = self._swept(s, op, targets, cts, met, optional)
-        return results if many else results[0]
-
-    def vjp(self, engine: CpuEngine, out: EagerTensor, wrt: Any, cot: "Tensor | EagerTensor") -> Any:
-        """Cotangent of ``wrt`` (a tensor or a sequence of them) for ``cot`` on ``out``.
-
-        The result is differentiable when it depends on tracked values. Grad
-        slots are not touched.
-        """
-        return self._vjp("vjp", engine, out, wrt, cot, optional=False)
-
-    def vjp_optional(self, engine: CpuEngine, out: EagerTensor, wrt: Any, cot: "Tensor | EagerTensor") -> Any:
-        """As :meth:`vjp`, with None where ``wrt`` does not reach ``out``."""
-        return self._vjp("vjp_optional", engine, out, wrt, cot, optional=True)
-
-    def _scalar_seed(self, op: str, out: Any) -> Tensor:
-        out = self.check_owned(op, out)
-        if math.prod(out.shape) != 1:
-            raise NonScalarGrad(op, "a scalar output (one element)", f"shape {list(out.shape)}")
-        return Tensor.adopt(np.ones(out.shape, dtype=out.dtype))
-
-    def grad(self, engine: CpuEngine, out: EagerTensor, wrt: Any) -> Any:
-        """d(out)/d(wrt) for a scalar ``out``; functional, differentiable."""
-        return self._vjp("grad", engine, out, wrt, self._scalar_seed("grad", out), optional=False)
-
-    def grad_optional(self, engine: CpuEngine, out: EagerTensor, wrt: Any) -> Any:
-        """As :meth:`grad`, with None where ``wrt`` does not reach ``out``."""
-        return self._vjp("grad_optional", engine, out, wrt, self._scalar_seed("grad_optional", out), optional=True)
-
-    def _forward(self, s: EagerSession, out: EagerTensor, seeds: list, memo: TangentMemo | None) -> tuple[ForwardTrace, set]:
-        """The trace of the tangents between ``seeds`` and ``out`` (replayed, or lent by ``memo``), and
-        the seeded tensors that reach ``out``. An empty memo is filled."""
-        trace = ForwardTrace(self._ad, memo, [w for w, _ in seeds])
-        for w, t in seeds:
-            trace.seed(s, w, t)
-        nodes = ancestors([out])
-        trace.replay(s, nodes)
-        if memo is not None and not memo.filled:
-            memo.fill(seeds, trace, nodes)
-        return trace, reaching([tensor_key(w) for w, _ in seeds], nodes, [out])
-
-    def _jvp(self, op: str, engine: CpuEngine, out: Any, wrt: Any, tan: Any, optional: bool, memo: Any) -> Any:
-        out = self.check_owned(op, out)
-        sources, many = self._wrt_list(op, wrt)
-        tans = self._tangents_for(op, sources, many, tan)
-        for w in sources:
-            if not w.is_tracked:
-                self._unreached(op, w, optional)
-        seeds = [(w, t) for w, t in zip(sources, tans) if w.is_tracked]
-        self._check_memo(op, memo, seeds)
-        with self._session(engine) as s:
-            trace, reached = self._forward(s, out, seeds, memo)
-            if not reached:
-                self._unreached(op, seeds[0][0] if seeds else sources[0], optional)
-                return None
-            result = trace.tangent(out)
-            return dense(s, result) if result is not None else s.zeros(out.shape, out.dtype)
-
-    def jvp(
-        self, engine: CpuEngine, out: EagerTensor, wrt: Any, tan: Any, memo: TangentMemo | None = None
-    ) -> EagerTensor:
-        """Tangent of ``out`` for tangent ``tan`` of ``wrt`` (tensors and tangents may be sequences).
-
-        The result is differentiable when it depends on tracked values. ``memo``: an
-        empty :class:`TangentMemo` keeps the tangents of every tensor on the way;
-        a filled one lends them to this jvp (forward over reverse: the jvp of a
-        step's pullback reuses the tangents of the step's own jvp).
-        """
-        return self._jvp("jvp", engine, out, wrt, tan, False, memo)
-
-    def jvp_optional(
-        self, engine: CpuEngine, out: EagerTensor, wrt: Any, tan: Any, memo: TangentMemo | None = None
-    ) -> EagerTensor | None:
-        """As :meth:`jvp`, with None where no ``wrt`` reaches ``out``."""
-        return self._jvp("jvp_optional", engine, out, wrt, tan, True, memo)
-
-    def vjp_jvp(
-        self, engine: CpuEngine, out: EagerTensor, wrt: Any, cot: "Tensor | EagerTensor", wrt_tangent: Any,
-        cot_tangent: "Tensor | EagerTensor | None", memo: TangentMemo | None = None,
-    ) -> tuple[Any, Any]:
-        """(the vjp of ``cot`` through ``out`` to ``wrt``, its jvp) in one pass that records nothing.
-
-        The jvp is along ``wrt_tangent`` (one per wrt) and ``cot_tangent`` (None: zero): the
-        numbers of ``jvp`` of a recorded ``vjp``, without the recording and the second sweep.
-        The tangents of the tensors between wrt and out are replayed first, or lent by
-        ``memo`` (see :meth:`jvp`); then the pullback runs with the trace active, so that
-        every op it runs, in any session, carries its tangent.
-        """
-        op = "vjp_jvp"
-        out = self.check_owned(op, out)
-        targets, many = self._wrt_list(op, wrt)
-        cot = self._direction(op, "a cotangent", cot, out)
-        tans = self._tangents_for(op, targets, many, wrt_tangent)
-        seeds = [(w, t) for w, t in zip(targets, tans) if w.is_tracked]
-        cot_dot = None if cot_tangent is None else self._direction(op, "a cotangent's tangent", cot_tangent, out)
-        self._check_memo(op, memo, seeds)
-        with self._session(engine) as s:
-            trace, _ = self._forward(s, out, seeds, memo)
-            if cot_dot is not None:
-                trace.seed(s, cot, cot_dot)
-            with self._tracing(trace):
-                cts, met = reverse_sweep(s, self._ad, [(out, cot)], targets)
-                results = self._swept(s, op, targets, cts, met, False)
-            results_dot = []
-            for r in results:
-                t = trace.tangent(r)
-                results_dot.append(dense(s, t) if t is not None else s.zeros(r.shape, r.dtype))
-        return (results, results_dot) if many else (results[0], results_dot[0])
-
-    def accumulate_grads(self, out: EagerTensor, seed: Any, engine: CpuEngine | None) -> None:
-        """The stateful reverse sweep of ``out.backward()`` (seed None) and ``out.backward_with(seed)``:
-        slot = existing + incoming for every reachable variable."""
-        op = "backward" if seed is None else "backward_with"
-        out = self.check_owned(op, out)
-        seed = self._scalar_seed(op, out) if seed is None else seed
-        seed = self._direction(op, "a seed", seed, out)
-        if not out.is_tracked:
-            raise NotReachable(op, "a tracked output (one that depends on a variable)", "a constant")
-        with self.no_grad(), self._session(engine or CpuEngine.serial()) as s:
-            cts, met = reverse_sweep(s, self._ad, [(out, seed)], None)
-            for leaf, _ in met:
-                ct = cts.get((leaf, 0))
-                incoming = dense(s, ct).value().array if ct is not None else np.zeros(leaf.shape, leaf.dtype)
-                leaf.grad = incoming if leaf.grad is None else leaf.grad + incoming

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import linalg as _linalg
+from .batching import bind_batched
 from .errors import InvalidArgument, SessionEnded, ShapeMismatch
 from .opset import OpSet
 from .structure import Structured, dense
@@ -169,7 +170,7 @@ class EagerSession(OpSet):
         if derivative_eps is not None:
             derivative_eps = _linalg.check_derivative_eps(op, derivative_eps)
         _check_matrices(op, matrices, square=square)
-        return _linalg.bind_batched(self, op, prim, [matrices], [2], derivative_eps=derivative_eps)
+        return bind_batched(self, op, prim, [matrices], [2], derivative_eps=derivative_eps)
 
     def solve(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
         """x with a x = b for a square nonsingular a: b a vector (n,) or a matrix (n, m); a and b
@@ -182,7 +183,7 @@ class EagerSession(OpSet):
             n = a.shape[-1]
             raise ShapeMismatch("solve", f"b of shape [{n}] or [..., {n}, m] (a is [..., {n}, {n}])",
                                 f"shape {list(b.shape)}")
-        (x,) = _linalg.bind_batched(self, "solve", _linalg.solve_p, [a, b], [2, core])
+        (x,) = bind_batched(self, "solve", _linalg.solve_p, [a, b], [2, core])
         return x
 
     def inv(self, x: EagerTensor) -> EagerTensor:
@@ -190,7 +191,7 @@ class EagerSession(OpSet):
         LinalgError."""
         x = self._operand("inv", x)
         _check_matrices("inv", x, square=True)
-        (y,) = _linalg.bind_batched(self, "inv", _linalg.inv_p, [x], [2])
+        (y,) = bind_batched(self, "inv", _linalg.inv_p, [x], [2])
         return y
 
     def norm(self, x: EagerTensor, ord: object = None) -> EagerTensor:
@@ -255,7 +256,7 @@ class EagerSession(OpSet):
         constant-rank derivative, exact at repeated singular values (tenferro_py/linalg/pinv.py)."""
         x = self._operand("pinv", x)
         _check_matrices("pinv", x, square=False)
-        (y,) = _linalg.bind_batched(self, "pinv", _linalg.pinv_p, [x], [2], rtol=_linalg.pinv_rtol(x, rtol))
+        (y,) = bind_batched(self, "pinv", _linalg.pinv_p, [x], [2], rtol=_linalg.pinv_rtol(x, rtol))
         return y
 
     def eig(self, x: EagerTensor) -> tuple[EagerTensor, EagerTensor]:
@@ -296,7 +297,7 @@ class EagerSession(OpSet):
         """``prim`` on a square matrix or on each of a stack."""
         x = self._operand(op, x)
         _check_matrices(op, x, square=True)
-        return _linalg.bind_batched(self, op, prim, [x], [2], **params)
+        return bind_batched(self, op, prim, [x], [2], **params)
 
 
 def _check_matrices(op: str, x: EagerTensor, square: bool) -> None:

@@ -22,6 +22,7 @@ LAYERS = [
     ["tape", "ops.structural"],
     ["ops.elementwise"],
     ["ops.reductions"],
+    ["batching"],
     ["ops"],
     ["einsum"],
     ["opset"],

@@ -25,6 +25,7 @@ LAYERS = [
     ["batching"],
     ["ops"],
     ["einsum"],
+    ["composite"],
     ["opset"],
     ["linalg"],
     ["session"],

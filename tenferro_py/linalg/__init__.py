@@ -35,7 +35,7 @@ from ..batching import bind_batched, stack_p, unstack_p  # noqa: F401 (public na
 from ..errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
 from ..ops.elementwise import cj, lift_real, minus, real_dtype, times_i, zero_mask
 from ..ops.structural import SliceConfig
-from ..opset import composite
+from ..composite import composite
 from ..rules import RuleSet, vjp_from_linear_jvp
 from ..structure import Embedded, Product, dense
 from ..tensor import Aval, Tensor, is_real_number

@@ -31,13 +31,20 @@ sys.path[:0] = [str(pathlib.Path(__file__).resolve().parents[1] / "examples")]
 import hotrg_ising  # noqa: E402
 import ising_trg  # noqa: E402
 
-import tenferro_py.linalg as linalg  # noqa: E402
+import tenferro_py.linalg.eigh as eigh_rules  # noqa: E402
+import tenferro_py.linalg.spectral as spectral  # noqa: E402
+import tenferro_py.linalg.svd as svd_rules  # noqa: E402
 import tenferro_py.session as session  # noqa: E402
 from tenferro_py import CpuEngine, SliceConfig, Tensor  # noqa: E402
 
 TABLE_C_AD = {0.3: 0.286288379149, 0.4: 0.861447343854, 0.5: 0.724737277976, 0.6: 0.313435729647}
 OLD_EPS = 1e-12
-CURRENT = linalg.gap_coefficients
+CURRENT = spectral.gap_coefficients
+
+
+def use_coefficients(coefficients) -> None:
+    """Have the SVD's and eigh's rules (the modules that call gap_coefficients) use ``coefficients``."""
+    svd_rules.gap_coefficients = eigh_rules.gap_coefficients = coefficients
 
 
 def numbers(values) -> np.ndarray:
@@ -69,11 +76,11 @@ def old_rule_on(step_of: dict, steps: set, pairs=None):
 
 
 def c_ad(beta: float, ks, engine, coefficients=CURRENT) -> float:
-    linalg.gap_coefficients = coefficients
+    use_coefficients(coefficients)
     try:
         return beta * beta * ising_trg.value_grad_and_curvature(beta, ks, engine)[2]
     finally:
-        linalg.gap_coefficients = CURRENT
+        use_coefficients(CURRENT)
 
 
 def old_eigh_rule_on(step_of: dict, steps: set, pairs=None):
@@ -113,11 +120,11 @@ def hotrg(beta: float) -> int:
 
     def u(coefficients=CURRENT) -> float:
         current_step[0] = -1
-        linalg.gap_coefficients = coefficients
+        use_coefficients(coefficients)
         try:
             return -hotrg_ising.program(ks).value_and_grad(beta)[1].item()
         finally:
-            linalg.gap_coefficients = CURRENT
+            use_coefficients(CURRENT)
 
     session.EagerSession.eigh, hotrg_ising.step = recording_eigh, counting_step
     try:

@@ -27,6 +27,7 @@ import numpy.typing as npt
 from . import composite
 from . import einsum as _einsum
 from .errors import InvalidArgument, NoSuchOp, Unsupported
+from .linalg.ops import LinalgOps
 from .ops import elementwise as _ew
 from .ops import reductions as _red
 from .ops import structural as _st
@@ -37,8 +38,8 @@ from .tensor import Tensor, check_dtype, check_shape, is_integer, is_real_number
 EagerTensor = Any  # an op's value: an EagerTensor in an eager session, an array in a KernelSession
 
 
-class OpSet:
-    """The op methods of a session, over the interpreter's ``bind``."""
+class OpSet(LinalgOps):
+    """The op methods of a session, over the interpreter's ``bind`` (linalg's from :class:`LinalgOps`)."""
 
     __slots__ = ()
 
@@ -53,9 +54,6 @@ class OpSet:
         close = difflib.get_close_matches(name, ops, n=3)
         hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
         raise NoSuchOp(name, "an op of the session (README, 'Ops of a session')", f"no op {name!r}{hint}")
-
-    def _operand(self, op: str, x: object) -> Any:
-        raise NotImplementedError
 
     def constant_from(self, t: Any) -> Any:
         raise NotImplementedError

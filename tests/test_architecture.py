@@ -34,6 +34,8 @@ LAYERS = [
     ["numpy.linalg"],
     ["numpy"],
     ["models.cli", "models.onsager"],
+    ["models.ctmrg"],
+    ["models.ipeps"],
     ["models"],
 ]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tenferro_py import CpuEngine, EagerRuntime, Tensor
+from tenferro_py import CpuEngine, EagerRuntime, InvalidArgument, Tensor
 from tenferro_py.fixed_point import FixedPointError
 from tenferro_py.models import ctmrg
 from tenferro_py.models import ipeps as ih
@@ -189,6 +189,12 @@ def test_a_short_optimisation_lowers_the_energy():
     assert result.fun == seen[-1] < -0.655
     # the warm starts leave no trace: CTMRG from scratch at the last iterate gives its energy
     assert abs(ih.VariationalEnergy(bond, chi).energy(result.x) - result.fun) <= 1e-12
+
+
+@pytest.mark.parametrize("bond, chi", [(0, 8), (2, 0), (2.0, 8), (True, 8)])
+def test_a_bad_bond_or_chi_is_refused_with_a_named_error(bond, chi):
+    with pytest.raises(InvalidArgument, match="VariationalEnergy: expected"):
+        ih.VariationalEnergy(bond, chi)
 
 
 class FailingFarAway:

@@ -32,7 +32,7 @@ from ..fixed_point import FixedPoint
 from ..ops.structural import SliceConfig
 from ..session import EagerSession
 from ..tape import EagerTensor
-from ..tensor import Tensor
+from ..tensor import Tensor, is_real_number
 
 __all__ = [
     "CONVERGENCE_TOL", "GAUGE_INDEX", "MULTIPLET_GAP", "RESOLVED", "SOLVE_TOL", "TIE", "BulkFn", "Environment",
@@ -390,7 +390,7 @@ def ising_thermodynamics(beta: float, chi: int = 20, maxiter: int = 10_000) -> I
     the impurity over the one with a. FixedPointError if the iteration does not converge in ``maxiter``
     steps. Valid for β in [1e-14, 100] (from ~170 on a's entries, ~e^(2β), overflow the normalisation).
     """
-    if not (isinstance(beta, (int, float)) and 0 < beta <= 100):
+    if not (is_real_number(beta) and 0 < beta <= 100):
         raise InvalidArgument("ising_thermodynamics", "beta in (0, 100]", repr(beta))
     start = time.perf_counter()
     q, a, impurity = ising_tensors(beta)

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.optimize
 
 from ..engine import CpuEngine
-from ..errors import TenferroError
+from ..errors import InvalidArgument, TenferroError
 from ..fixed_point import FixedPoint, FixedPointError, FixedPointSolution
 from ..runtime import EagerRuntime
 from ..session import EagerSession
@@ -38,16 +38,18 @@ from ..tensor import Tensor
 from . import ctmrg
 
 __all__ = [
-    "CTMRG_MAXITER", "CTMRG_TOL", "FAILED_TRIAL_ENERGY", "NOISE", "PHYSICAL", "SAVE_FORMAT", "Observables",
-    "StateFileError", "VariationalEnergy", "bond_energy", "bond_hamiltonian", "c4v_basis", "check_writable",
-    "double_layer", "energy_per_site", "initial_parameters", "load_state", "one_site_expectation",
-    "open_double_layer", "optimise", "parameter_count", "parameters_of", "save_state", "site_tensor",
-    "staggered_magnetisation",
+    "CTMRG_MAXITER", "CTMRG_TOL", "FAILED_TRIAL_ENERGY", "NOISE", "PHYSICAL", "SAVE_FORMAT", "SPIN_X", "SPIN_Z",
+    "Observables", "StateFileError", "VariationalEnergy", "bond_energy", "bond_hamiltonian", "c4v_basis",
+    "check_writable", "double_layer", "energy_per_site", "initial_parameters", "load_state",
+    "one_site_expectation", "open_double_layer", "optimise", "parameter_count", "parameters_of", "save_state",
+    "site_tensor", "staggered_magnetisation",
 ]
 
 PHYSICAL = 2
 SPIN_X = np.array([[0.0, 0.5], [0.5, 0.0]])
+"""Sx in the basis (up, down)."""
 SPIN_Z = np.array([[0.5, 0.0], [0.0, -0.5]])
+"""Sz in the basis (up, down)."""
 NOISE = 0.1
 """Size of the random entries added to the Néel state at the start. The Néel state is a stationary point
 of E, and near it the environment's spectrum falls off as powers of the noise (0.1 was tried with seeds 0 to 5)."""
@@ -200,6 +202,9 @@ class VariationalEnergy:
     """
 
     def __init__(self, bond: int, chi: int, engine: CpuEngine | None = None):
+        for name, value in (("bond", bond), ("chi", chi)):
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+                raise InvalidArgument("VariationalEnergy", f"{name}: an int >= 1", repr(value))
         self.bond, self.chi = bond, chi
         self.basis = c4v_basis(bond)
         self.engine = engine if engine is not None else CpuEngine.serial()

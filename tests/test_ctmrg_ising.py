@@ -98,6 +98,8 @@ def test_the_cut_keeps_neither_part_of_a_multiplet_nor_unresolved_states():
     assert ctmrg.kept_count(magnitudes, 4) == 2  # 0.2, 0.2, 0.199 stay together, outside
     assert ctmrg.kept_count(magnitudes, 5) == 5
     assert ctmrg.kept_count(np.array([1.0, 0.3, 1e-6, 1e-7]), 4) == 2  # below RESOLVED
+    assert ctmrg.kept_count(magnitudes, 4, multiplet_gap=0.0) == 4  # the top χ, the multiplet split
+    assert ctmrg.kept_count(np.array([1.0, 0.3, 1e-6, 1e-7]), 4, multiplet_gap=0.0) == 2
 
 
 def c4v_symmetric(x: np.ndarray) -> np.ndarray:

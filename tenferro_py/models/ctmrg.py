@@ -49,9 +49,10 @@ BulkFn = Callable[[EagerSession, EagerTensor], EagerTensor]
 """bulk(s, θ) -> a[u, l, d, r]: the bulk tensor as a session function of the parameters."""
 
 MULTIPLET_GAP = 0.05
-"""The last kept eigenvalue of M must exceed the first discarded one by this (relative, in magnitude):
-otherwise the cut moves down rather than split a (near-)degenerate multiplet, whose kept part would be
-fixed only to rounding / gap, and the fixed point's derivative would divide by that gap."""
+"""The default ``multiplet_gap`` of the cut: the last kept eigenvalue of M must exceed the first discarded
+one by this (relative, in magnitude), otherwise the cut moves down rather than split a (near-)degenerate
+multiplet, whose kept part would be fixed only to rounding / gap (the fixed point's derivative would
+divide by that gap). 0 keeps the top χ whatever the gap."""
 RESOLVED = 1e-5
 """Eigenvalues of M below this times the largest are not kept: their eigenvectors are fixed only to
 ~1e-16 |w_max| / gap, the environment keeps changing by that from step to step, and the derivative's
@@ -106,18 +107,18 @@ def enlarged_corner(s: EagerSession, env: Environment, a: EagerTensor) -> EagerT
     return s.reshape(corner, (chi * d, chi * d))
 
 
-def kept_count(magnitudes: np.ndarray, chi: int) -> int:
+def kept_count(magnitudes: np.ndarray, chi: int, multiplet_gap: float = MULTIPLET_GAP) -> int:
     """How many of the eigenvalue magnitudes (in decreasing order) to keep.
 
     At most χ, and only those of at least RESOLVED times the first; below that top count, the cut
     moves down to the first k (down to half the top) whose k-th magnitude exceeds the (k+1)-th by
-    MULTIPLET_GAP (relative), so that no multiplet is split; with no such gap, the top count.
+    ``multiplet_gap`` (relative), so that no multiplet is split; with no such gap, the top count.
     """
     top = min(chi, int(np.sum(magnitudes >= RESOLVED * magnitudes[0])))
     if top == len(magnitudes):
         return top
     for k in range(top, (top - 1) // 2, -1):
-        if magnitudes[k] <= (1 - MULTIPLET_GAP) * magnitudes[k - 1]:
+        if magnitudes[k] <= (1 - multiplet_gap) * magnitudes[k - 1]:
             return k
     return top
 
@@ -159,7 +160,7 @@ def _symmetrised(s: EagerSession, x: EagerTensor, perm: tuple[int, ...]) -> Eage
     return s.scale_real(s.add(x, s.transpose(x, perm)), 0.5)
 
 
-def kept_space(s: EagerSession, m: EagerTensor, chi: int) -> EagerTensor:
+def kept_space(s: EagerSession, m: EagerTensor, chi: int, multiplet_gap: float = MULTIPLET_GAP) -> EagerTensor:
     """An orthonormal basis (n × k) of the span of the symmetric m's k eigenvectors of largest |eigenvalue|
     (k from ``kept_count``), whose derivatives to second order are those of the span alone.
 
@@ -168,7 +169,7 @@ def kept_space(s: EagerSession, m: EagerTensor, chi: int) -> EagerTensor:
     VᵀmV = [[A, Bᵀ], [B, D]], the span of V_k + V_d X with XA − DX = B − XBᵀX. Two sweeps of
     X ← (δB + δD X − X δA) ⊘ G, G[d, k] = w_k − w_d, give X to second order, and
     (V_k + V_d X)(1 − XᵀX/2) is orthonormal to that order. Only kept-against-discarded gaps enter
-    (``kept_count`` keeps them ≥ MULTIPLET_GAP·|w_k|), not the near-degenerate multiplets inside the
+    (``kept_count`` keeps them ≥ multiplet_gap·|w_k|), not the near-degenerate multiplets inside the
     kept space, through which ``eigh``'s own rule would divide by 1e-13 and stall the fixed point's
     solves. Second order serves the gradient and forward over reverse (``value_grad_and_curvature``).
     """
@@ -176,7 +177,7 @@ def kept_space(s: EagerSession, m: EagerTensor, chi: int) -> EagerTensor:
     w, v = np.linalg.eigh(values)
     order = np.argsort(-np.abs(w), kind="stable")
     w, v = w[order], v[:, order]
-    n, k = len(w), kept_count(np.abs(w), chi)
+    n, k = len(w), kept_count(np.abs(w), chi, multiplet_gap)
     if k == n:  # the whole space: no direction of m moves it
         return _constant(s, v)
     blocks = s.einsum([_constant(s, v), m, _constant(s, v)], "ai,ab,bj->ij")
@@ -192,12 +193,14 @@ def kept_space(s: EagerSession, m: EagerTensor, chi: int) -> EagerTensor:
     return s.sub(basis, s.scale_real(s.einsum([basis, x, x], "aj,dj,dk->ak"), 0.5))
 
 
-def ctmrg_step(s: EagerSession, env: Environment, a: EagerTensor, chi: int) -> Environment:
+def ctmrg_step(
+    s: EagerSession, env: Environment, a: EagerTensor, chi: int, multiplet_gap: float = MULTIPLET_GAP
+) -> Environment:
     """One C4v CTMRG step: (C', T') of bond χ from (C, T) and the bulk tensor a, in session ops.
 
     The enlarged corner M = C·T·T·a (``enlarged_corner``), symmetrised, is cut to the span of its k
-    eigenvectors of largest |eigenvalue| (``kept_space``; k ≤ χ from ``kept_count``; C' and T' are
-    padded with zeros to χ). The basis P of that span is the gauge: the eigenbasis of the new edge's
+    eigenvectors of largest |eigenvalue| (``kept_space``; k ≤ χ from ``kept_count`` with ``multiplet_gap``;
+    C' and T' are padded with zeros to χ). The basis P of that span is the gauge: the eigenbasis of the new edge's
     slice T'[:, GAUGE_INDEX, :] (eigenvalues decreasing), with the signs of ``_gauge_signs``. Not M's
     eigenbasis, which M's exact multiplets (the Ising corner spectrum has them; so do iPEPS states
     near a continuous symmetry) leave arbitrary, while the slice's eigenvalues are spread. Then
@@ -215,8 +218,10 @@ def ctmrg_step(s: EagerSession, env: Environment, a: EagerTensor, chi: int) -> E
                             f"{list(c.shape)}, {list(t.shape)} and {list(a.shape)}")
     if not 1 <= chi <= chi_in * d:
         raise InvalidArgument("ctmrg_step", f"chi in [1, {chi_in * d}] (the enlarged corner's size)", chi)
+    if not 0 <= multiplet_gap < 1:
+        raise InvalidArgument("ctmrg_step", "multiplet_gap in [0, 1)", multiplet_gap)
     corner = _symmetrised(s, enlarged_corner(s, env, a), (1, 0))
-    kept = kept_space(s, corner, chi)
+    kept = kept_space(s, corner, chi, multiplet_gap)
     k = kept.shape[1]
     kept = s.reshape(kept, (chi_in, d, k))
     a_slice = s.reshape(s.slice(a, SliceConfig([0, 0, 0, GAUGE_INDEX], [d, d, d, GAUGE_INDEX + 1])), (d, d, d))
@@ -235,7 +240,8 @@ def ctmrg_step(s: EagerSession, env: Environment, a: EagerTensor, chi: int) -> E
 
 
 def environment_fixed_point(
-    bulk: BulkFn, chi: int, tol: float = CONVERGENCE_TOL, maxiter: int = 10_000, solver: str = "gmres"
+    bulk: BulkFn, chi: int, tol: float = CONVERGENCE_TOL, maxiter: int = 10_000, solver: str = "gmres",
+    multiplet_gap: float = MULTIPLET_GAP,
 ) -> FixedPoint:
     """The CTMRG fixed point of the bulk tensor ``bulk(s, θ)`` as a ``FixedPoint`` in θ.
 
@@ -245,8 +251,8 @@ def environment_fixed_point(
     ``value_and_jvp`` and ``value_grad_and_curvature`` differentiate any readout of (C, T) and θ
     through the fixed point by linear solves (``solver``, to SOLVE_TOL) of up to ``maxiter`` products.
     """
-    return FixedPoint(lambda s, env, theta: ctmrg_step(s, env, bulk(s, theta), chi), tol=tol, maxiter=maxiter,
-                      solver=solver, solve_tol=SOLVE_TOL, solve_maxiter=maxiter)
+    return FixedPoint(lambda s, env, theta: ctmrg_step(s, env, bulk(s, theta), chi, multiplet_gap), tol=tol,
+                      maxiter=maxiter, solver=solver, solve_tol=SOLVE_TOL, solve_maxiter=maxiter)
 
 
 def converge(
@@ -306,7 +312,7 @@ def site_expectation(s: EagerSession, env: Environment, a: EagerTensor, impurity
     return s.div(site_network(s, env, impurity), site_network(s, env, a))
 
 
-DENSE_UP_TO = 512
+DENSE_UP_TO = 256
 """Transfer matrices up to this size are diagonalised whole; larger ones by ARPACK with a matvec."""
 
 
@@ -322,9 +328,10 @@ def transfer_matrix_eigenvalues(env: tuple[Tensor, Tensor], a: Tensor | np.ndarr
     if not 1 <= count <= n:
         raise InvalidArgument("transfer_matrix_eigenvalues", f"count in [1, {n}]", count)
 
-    def apply(v: np.ndarray) -> np.ndarray:
-        block = v.reshape(chi, d, chi)
-        return np.einsum("xuy,xlp,uldr,yrq->pdq", block, t, bulk, t, optimize=True).reshape(-1)
+    def apply(v: np.ndarray) -> np.ndarray:  # v[x, u, y] T[x, l, p] a[u, l, d, r] T[y, r, q] -> [p, d, q]
+        left = np.tensordot(v.reshape(chi, d, chi), t, axes=([0], [0]))  # [u, y, l, p]
+        middle = np.tensordot(left, bulk, axes=([0, 2], [0, 1]))  # [y, p, d, r]
+        return np.tensordot(middle, t, axes=([0, 3], [0, 1])).reshape(-1)  # [p, d, q]
 
     if n <= DENSE_UP_TO or count >= n - 1:
         matrix = np.einsum("xlp,uldr,yrq->xuypdq", t, bulk, t, optimize=True).reshape(n, n)

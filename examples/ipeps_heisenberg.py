@@ -44,7 +44,8 @@ def writable(path: str) -> str:
 
 
 def parser() -> ArgumentParser:
-    p = ArgumentParser(prog="ipeps_heisenberg.py", description=__doc__.splitlines()[0], epilog=EPILOG)
+    p = ArgumentParser(prog="ipeps_heisenberg.py", description=" ".join(__doc__.split("\n\n")[0].split()),
+                       epilog=EPILOG)
     for name, least, what in (("D", 1, "bond dimension"), ("chi", 1, "the environment's bond dimension"),
                               ("seed", 0, "the random start"), ("maxiter", 1, "L-BFGS iterations")):
         p.add_argument(f"--{name}", type=number(int, f"an integer >= {least}", lambda v, least=least: v >= least),

@@ -43,6 +43,8 @@ LAYERS = [
     ["models.hotrg", "models.sweep_csv"],
     ["models.sweep_pool"],
     ["models.sweep"],
+    ["models.ctmrg"],
+    ["models.ipeps"],
     ["models"],
 ]
 

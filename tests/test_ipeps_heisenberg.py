@@ -1,6 +1,7 @@
-"""examples/ipeps_heisenberg.py: the C4v ansatz, the Néel state's energy, the two-site energy against
-ctmrg_c4v's full network, the fixed-point gradient against central differences, a short
-optimisation, and the command line (bad arguments, --save/--load, damaged files).
+"""tenferro_py.models.ipeps and examples/ipeps_heisenberg.py: the C4v ansatz, the Néel state's energy,
+the two-site energy against ctmrg's full network, the fixed-point gradient against central differences,
+the step's gauge at the fixed point, the observables, a short optimisation, and the command line (bad
+arguments, --save/--load, damaged files).
 
 The full runs (README, "iPEPS"): ``python examples/ipeps_heisenberg.py`` (D = 2, χ = 16, ~2 s) reaches
 −0.66023109; ``--D 3 --chi 32``.
@@ -8,7 +9,9 @@ The full runs (README, "iPEPS"): ``python examples/ipeps_heisenberg.py`` (D = 2,
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,14 +19,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tenferro_py import CpuEngine, EagerRuntime, Tensor
+from tenferro_py import CpuEngine, EagerRuntime, InvalidArgument, Tensor
 from tenferro_py.fixed_point import FixedPointError
+from tenferro_py.models import ctmrg
+from tenferro_py.models import ipeps as ih
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-sys.path.insert(0, str(EXAMPLES))
 
-import ctmrg_c4v  # noqa: E402
-import ipeps_heisenberg as ih  # noqa: E402
+
+def load_example(name: str):
+    """The example script ``examples/<name>.py`` as a module, to call its ``main`` in this process."""
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def neel_site(bond: int) -> np.ndarray:
@@ -65,8 +74,8 @@ def test_the_neel_state_has_energy_minus_one_half(bond, chi):
     assert np.abs(gradient).max() <= 1e-14  # a stationary point
 
 
-def test_the_energy_is_ctmrg_c4v_full_two_site_network():
-    """The mirrored half network against ctmrg_c4v.two_site_network with h = Σ_k c_k O_k ⊗ O_k inserted."""
+def test_the_energy_is_ctmrg_full_two_site_network():
+    """The mirrored half network against ctmrg.two_site_network with h = Σ_k c_k O_k ⊗ O_k inserted."""
     bond, chi = 2, 8
     theta = random_parameters(bond, 0.3, seed=1)
     model = ih.VariationalEnergy(bond, chi)
@@ -78,11 +87,11 @@ def test_the_energy_is_ctmrg_c4v_full_two_site_network():
         env = tuple(s.constant_from(t) for t in model.environment)
         site = ih.site_tensor(s, s.constant_from(Tensor.from_numpy(theta)), model.basis)
         open_layer = ih.open_double_layer(s, site)
-        norm = ctmrg_c4v.two_site_network(s, env, ih.double_layer(s, site), ih.double_layer(s, site))
+        norm = ctmrg.two_site_network(s, env, ih.double_layer(s, site), ih.double_layer(s, site))
         total = 0.0
         for coefficient, operator in terms:
             impurity = s.einsum([open_layer, Tensor.from_numpy(np.array(operator))], "pquldr,qp->uldr")
-            total += coefficient * ctmrg_c4v.two_site_network(s, env, impurity, impurity).value().item()
+            total += coefficient * ctmrg.two_site_network(s, env, impurity, impurity).value().item()
         return 2 * total / norm.value().item()
 
     assert abs(energy - rt.with_eager_session(eng, full_network_energy)) <= 1e-13
@@ -93,7 +102,8 @@ def test_the_gradient_agrees_with_central_differences():
 
     Richardson's combination of the steps h and 2h (error O(h⁴)) at h = 1e-3 keeps both the
     truncation error and the CTMRG's noise (~1e-14 in E) below 1e-11; the plain difference at any
-    h is off by 1e-9 or more.
+    h is off by 1e-9 or more. The step is ctmrg.ctmrg_step, the one the Ising model uses: with a
+    sign rule that broke exact ties by rounding, its gradient here was 3.8e-3 off.
     """
     bond, chi, h = 2, 8, 1e-3
     theta = random_parameters(bond, 0.3, seed=2)
@@ -109,6 +119,64 @@ def test_the_gradient_agrees_with_central_differences():
     assert energy < -0.5
 
 
+def test_the_step_maps_the_double_layer_fixed_point_onto_itself():
+    """One more ctmrg_step from the converged environment, in a fresh session, returns it element by
+    element: the sign rule takes the double layer's exactly tied couplings (ket ↔ bra) the same way
+    every time. Breaking the ties by rounding, it returned an environment 0.05 away."""
+    bond, chi = 2, 8
+    theta = random_parameters(bond, 0.3, seed=2)
+    model = ih.VariationalEnergy(bond, chi)
+    model.solve(theta)
+    rt, eng = EagerRuntime(), CpuEngine.serial()
+    with rt.no_grad():
+        corner, edge = rt.with_eager_session(eng, lambda s: ctmrg.ctmrg_step(
+            s, tuple(s.constant_from(x) for x in model.environment),
+            s.constant_from(model.double_layer_of(theta)), chi))
+    assert np.abs(corner.value().to_numpy() - model.environment[0].to_numpy()).max() <= 1e-10
+    assert np.abs(edge.value().to_numpy() - model.environment[1].to_numpy()).max() <= 1e-10
+
+
+@pytest.mark.parametrize("angle", [0.0, 0.7])
+def test_a_product_state_has_the_full_staggered_moment_and_no_correlations(angle):
+    """The D = 1 product state of spins tilted by ``angle`` about y (in the rotated frame): ⟨S̃x⟩ = sin/2,
+    ⟨S̃z⟩ = cos/2, so m = 1/2, and a transfer matrix of rank one, so ξ = 0."""
+    site = np.array([np.cos(angle / 2), np.sin(angle / 2)]).reshape(2, 1, 1, 1, 1)
+    theta = ih.parameters_of(site)
+    model = ih.VariationalEnergy(1, 4)
+    solution = model.solve(theta)
+    spins = [solution.value(lambda s, env, th: ih.one_site_expectation(s, env, ih.site_tensor(s, th, model.basis), op))
+             for op in (ih.SPIN_X, ih.SPIN_Z)]
+    assert np.allclose(spins, [np.sin(angle) / 2, np.cos(angle) / 2], atol=1e-14, rtol=0)
+    observables = model.observables(theta)
+    assert observables.energy == pytest.approx(-0.5, abs=1e-14)
+    assert observables.staggered_magnetisation == pytest.approx(0.5, abs=1e-14)
+    assert observables.correlation_length == 0.0
+
+
+def test_the_observables_of_an_entangled_state():
+    """At D = 2, χ = 8, a random state: the one-site ⟨S̃z⟩ is the two-site network's with the identity on
+    the second site (the environment is that of one state), 0 < m < 1/2, and 0 < ξ < ∞."""
+    bond, chi = 2, 8
+    theta = random_parameters(bond, 0.3, seed=2)
+    model = ih.VariationalEnergy(bond, chi)
+    observables = model.observables(theta)
+    rt, eng = EagerRuntime(), CpuEngine.serial()
+
+    def two_site_sz(s):
+        env = tuple(s.constant_from(t) for t in model.environment)
+        site = ih.site_tensor(s, s.constant_from(Tensor.from_numpy(theta)), model.basis)
+        layer = ih.double_layer(s, site)
+        impurity = s.einsum([ih.open_double_layer(s, site), Tensor.from_numpy(ih.SPIN_Z)], "pquldr,qp->uldr")
+        return s.div(ctmrg.two_site_network(s, env, impurity, layer), ctmrg.two_site_network(s, env, layer, layer))
+
+    sz = model.solve(theta).value(
+        lambda s, env, th: ih.one_site_expectation(s, env, ih.site_tensor(s, th, model.basis), ih.SPIN_Z))
+    assert abs(rt.with_eager_session(eng, two_site_sz).item() - sz) <= 1e-12
+    assert observables.energy == pytest.approx(model.energy(theta), abs=1e-13)
+    assert 0.05 < observables.staggered_magnetisation < 0.5
+    assert 0.1 < observables.correlation_length < 10
+
+
 def test_a_short_optimisation_lowers_the_energy():
     bond, chi = 2, 8
     model = ih.VariationalEnergy(bond, chi)
@@ -121,6 +189,12 @@ def test_a_short_optimisation_lowers_the_energy():
     assert result.fun == seen[-1] < -0.655
     # the warm starts leave no trace: CTMRG from scratch at the last iterate gives its energy
     assert abs(ih.VariationalEnergy(bond, chi).energy(result.x) - result.fun) <= 1e-12
+
+
+@pytest.mark.parametrize("bond, chi", [(0, 8), (2, 0), (2.0, 8), (True, 8)])
+def test_a_bad_bond_or_chi_is_refused_with_a_named_error(bond, chi):
+    with pytest.raises(InvalidArgument, match="VariationalEnergy: expected"):
+        ih.VariationalEnergy(bond, chi)
 
 
 class FailingFarAway:
@@ -153,7 +227,11 @@ def test_a_failing_trial_point_makes_the_line_search_step_back():
 
 
 def run_main(capsys, *argv: str) -> tuple[int, str, str]:
-    status = ih.main(list(argv))
+    """(exit status, stdout, stderr) of the example's main in this process."""
+    try:
+        status = load_example("ipeps_heisenberg").main(list(argv))
+    except SystemExit as exit_:
+        status = exit_.code
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -172,7 +250,7 @@ def test_the_script_exits_2_on_a_bad_argument():
     done = subprocess.run([sys.executable, str(EXAMPLES / "ipeps_heisenberg.py"), "--chi", "zero"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == "ipeps_heisenberg.py: --chi must be an integer >= 1, got 'zero'\n"
+    assert done.stderr == "ipeps_heisenberg.py: argument --chi: must be an integer >= 1, got 'zero'\n"
 
 
 def iteration_lines(out: str) -> list[list[str]]:
@@ -186,6 +264,9 @@ def test_save_and_load_resume_the_run(capsys, tmp_path):
     lines = iteration_lines(out)
     assert [line[0] for line in lines] == ["1", "2"] and all(len(line) == 4 for line in lines)
     assert out.splitlines()[-1] == f"energy={float(lines[-1][1]):.10f}"
+    observed = re.fullmatch(r"staggered_magnetisation=(0\.\d{8}) correlation_length=(\d+\.\d{6}) "
+                            r"\(transfer matrix at chi=8\)", out.splitlines()[-2])
+    assert observed and 0 < float(observed.group(1)) < 0.5 and float(observed.group(2)) > 0
     state = json.loads(Path(path).read_text())
     assert (state["D"], state["chi"], state["seed"], state["iterations"]) == (2, 8, 0, 2)
     assert f"{state['energy']:.10f}" == lines[-1][1] and len(state["theta"]) == ih.parameter_count(2)
@@ -201,11 +282,11 @@ def test_save_and_load_resume_the_run(capsys, tmp_path):
 @pytest.mark.parametrize("content, complaint", [
     ('{"format": "ipeps_heisenberg/1", "D": 2, "chi": 8, "se', "damaged or not JSON"),
     (b"\xff\xfe{}", "damaged or not JSON"),
-    ('{"D": 2}', "not a file written by --save"),
+    ('{"D": 2}', "expected a file written by save_state"),
     ('{"format": "ipeps_heisenberg/1", "D": 2, "chi": 8, "seed": 0, "iterations": 1, "energy": -0.6, '
-     '"theta": [1.0, 0.5]}', "theta must be 12 finite numbers"),
+     '"theta": [1.0, 0.5]}', "theta: 12 finite numbers"),
     ('{"format": "ipeps_heisenberg/1", "D": 0, "chi": 8, "seed": 0, "iterations": 1, "energy": -0.6, '
-     '"theta": []}', "D must be an integer >= 1"),
+     '"theta": []}', "D: an integer >= 1"),
 ])
 def test_a_damaged_file_is_refused_in_one_line(capsys, tmp_path, content, complaint):
     path = tmp_path / "state.json"

@@ -4,12 +4,15 @@
 ``trg``: Levin–Nave TRG of the 2D Ising model, staged: the tensor, one step, lnZ/N with its
 gradient and curvature by the explicit sweep, the same as a ``staged.Program``.
 ``hotrg``: HOTRG of the same model, as a ``staged.Program``.
+``ctmrg``: C4v CTMRG (one step for the Ising model and iPEPS double layers), its fixed point
+differentiated implicitly, and the observables (Ising thermodynamics, correlation length).
+``ipeps``: the C4v iPEPS of the Heisenberg model: state, energy and gradient, optimiser, save/load.
 ``reference``: SPEC's reference table of TRG, and a run's errors against it and Onsager.
 ``sweep`` (with ``sweep_csv``, ``sweep_pool``; POSIX, imported on demand): a resumable β sweep
 of TRG into a CSV, on worker processes or a Dask cluster.
 ``cli``: the examples' command-line convention.
 """
 
-from . import hotrg, onsager, reference, trg
+from . import ctmrg, hotrg, ipeps, onsager, reference, trg
 
-__all__ = ["hotrg", "onsager", "reference", "trg"]
+__all__ = ["ctmrg", "hotrg", "ipeps", "onsager", "reference", "trg"]

@@ -25,14 +25,21 @@ import sys
 
 import numpy as np
 
-import tenferro_py.linalg as linalg
+import tenferro_py.linalg.eigh as eigh_rules
+import tenferro_py.linalg.spectral as spectral
+import tenferro_py.linalg.svd as svd_rules
 import tenferro_py.session as session
 from tenferro_py import CpuEngine, SliceConfig, Tensor
 from tenferro_py.models import hotrg, trg
 
 TABLE_C_AD = {0.3: 0.286288379149, 0.4: 0.861447343854, 0.5: 0.724737277976, 0.6: 0.313435729647}
 OLD_EPS = 1e-12
-CURRENT = linalg.gap_coefficients
+CURRENT = spectral.gap_coefficients
+
+
+def use_coefficients(coefficients) -> None:
+    """Have the SVD's and eigh's rules (the modules that call gap_coefficients) use ``coefficients``."""
+    svd_rules.gap_coefficients = eigh_rules.gap_coefficients = coefficients
 
 
 def numbers(values) -> np.ndarray:
@@ -64,11 +71,11 @@ def old_rule_on(step_of: dict, steps: set, pairs=None):
 
 
 def c_ad(beta: float, ks, engine, coefficients=CURRENT) -> float:
-    linalg.gap_coefficients = coefficients
+    use_coefficients(coefficients)
     try:
         return beta * beta * trg.value_grad_and_curvature(beta, ks, engine)[2]
     finally:
-        linalg.gap_coefficients = CURRENT
+        use_coefficients(CURRENT)
 
 
 def old_eigh_rule_on(step_of: dict, steps: set, pairs=None):
@@ -108,11 +115,11 @@ def attribute_hotrg(beta: float) -> int:
 
     def u(coefficients=CURRENT) -> float:
         current_step[0] = -1
-        linalg.gap_coefficients = coefficients
+        use_coefficients(coefficients)
         try:
             return -hotrg.program(ks).value_and_grad(beta)[1].item()
         finally:
-            linalg.gap_coefficients = CURRENT
+            use_coefficients(CURRENT)
 
     session.EagerSession.eigh, hotrg.step = recording_eigh, counting_step
     try:

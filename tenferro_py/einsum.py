@@ -498,5 +498,4 @@ def _cost(in_avals, out_avals, params) -> float:
     return float(math.prod(sizes.values()))
 
 
-einsum_p = _RULES.define("einsum", _abstract, _impl, _jvp, _vjp, cost=_cost, structured=_structured,
-                         structured_rules=True)
+einsum_p = _RULES.define("einsum", _abstract, _impl, _jvp, _vjp, cost=_cost, structured=_structured)

@@ -228,12 +228,13 @@ def _checked(op: str, out: object, avals: tuple) -> tuple[np.ndarray, ...]:
 class CpuEngine:
     """Runs kernels on the CPU, ``pool.threads`` of them at a time at most."""
 
-    __slots__ = ("_pool", "_executor", "_cond", "_urgent", "_later", "_tasks", "_open", "_depth")
+    __slots__ = ("_pool", "_serial", "_executor", "_cond", "_urgent", "_later", "_tasks", "_open", "_depth")
 
     def __init__(self, pool: Pool):
         if not isinstance(pool, Pool):
             raise InvalidArgument("CpuEngine", "a Pool (Pool.builder().threads(n).build())", repr(pool))
         self._pool = pool
+        self._serial = pool.threads == 1  # every kernel runs when its op is called
         self._executor: ThreadPoolExecutor | None = None
         self._cond = threading.Condition()
         self._urgent: deque[_Task] = deque()  # cheap, ready, and on the critical path
@@ -278,7 +279,7 @@ class CpuEngine:
 
     def run(self, prim: Kernel, args: Sequence[Any], params: dict, in_avals: tuple, avals: tuple) -> tuple:
         """Run, defer or queue one primitive's kernel: its outputs (``avals``), as arrays or :class:`Pending`."""
-        if self._pool.threads == 1:
+        if self._serial:
             return _call(prim, args, params, avals)
         if self._urgent:
             self._run_urgent()
@@ -403,7 +404,7 @@ class CpuEngine:
 
     def wait(self) -> None:
         """Run or wait for every kernel of this engine; raise the first error of one, if any."""
-        if self._pool.threads == 1:
+        if self._serial:
             return
         while True:
             with self._cond:

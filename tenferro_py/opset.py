@@ -9,35 +9,37 @@ Two interpreters provide ``bind``:
   tape, no engine, no checks of ownership. It runs a composite, written in session ops, as
   one kernel.
 
-:func:`composite` uses both: a primitive whose kernel is a reference function run by a
-KernelSession, and whose JVP and VJP are that same function differentiated in the eager
-session. One formula is the fast first-order path and, differentiated, every higher order.
+A composite (:mod:`tenferro_py.composite`) uses both: a primitive whose kernel is a reference
+function run by a KernelSession, and whose JVP and VJP are that same function differentiated
+in the eager session. composite.py sits below the op families that define composites, so
+this module hands it the kernel sessions at import (:func:`~tenferro_py.composite.use_kernel_sessions`).
 """
 
 from __future__ import annotations
 
 import difflib
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from . import composite
 from . import einsum as _einsum
 from .errors import InvalidArgument, NoSuchOp, Unsupported
+from .linalg.ops import LinalgOps
 from .ops import elementwise as _ew
 from .ops import reductions as _red
 from .ops import structural as _st
 from .ops.structural import SliceConfig
-from .rules import Primitive
-from .structure import Structured, dense, flatten, unflatten
+from .structure import Structured, dense
 from .tensor import Tensor, check_dtype, check_shape, is_integer, is_real_number
 
 EagerTensor = Any  # an op's value: an EagerTensor in an eager session, an array in a KernelSession
 
 
-class OpSet:
-    """The op methods of a session, over the interpreter's ``bind``."""
+class OpSet(LinalgOps):
+    """The op methods of a session, over the interpreter's ``bind`` (linalg's from :class:`LinalgOps`)."""
 
     __slots__ = ()
 
@@ -52,9 +54,6 @@ class OpSet:
         close = difflib.get_close_matches(name, ops, n=3)
         hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
         raise NoSuchOp(name, "an op of the session (README, 'Ops of a session')", f"no op {name!r}{hint}")
-
-    def _operand(self, op: str, x: object) -> Any:
-        raise NotImplementedError
 
     def constant_from(self, t: Any) -> Any:
         raise NotImplementedError
@@ -404,7 +403,7 @@ class KernelSession(OpSet):
         return x
 
     def constant_from(self, t: Any) -> Any:
-        return t._array if isinstance(t, Tensor) else t
+        return t.array if isinstance(t, Tensor) else t
 
 
 KERNEL_SESSION = KernelSession()
@@ -434,7 +433,7 @@ class TangentKernelSession(KernelSession):
             rule = self._rules.get(prim.name)
             if rule is None:
                 raise Unsupported("jvp", f"an AD rule for {prim.name!r} in the runtime's AdContext", "none")
-            if not rule.structured:
+            if rule.dense_only:
                 tangents = [dense(KERNEL_SESSION, t) for t in tangents]
             for o, t in zip(outs, rule.jvp(KERNEL_SESSION, tangents, inputs, outs, **params)):
                 if t is not None and not any(o is x for x in inputs):
@@ -442,54 +441,6 @@ class TangentKernelSession(KernelSession):
         return outs
 
 
-def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., float], primals: Sequence[Any],
-              tangents: Sequence[Any], params: dict, out_avals: tuple, with_outputs: bool = False) -> tuple:
-    """The tangents of ``reference(primals)``'s outputs along ``tangents``, from one kernel bound in
-    session ``s``: the reference run with its tangents in a :class:`TangentKernelSession` (the
-    outputs themselves first, when ``with_outputs``). The results are constants: only for where
-    nothing will differentiate them."""
-    leaves, spec = flatten(tangents)
-    rules, count = s.runtime.ad_context._rules, len(primals)
-
-    def tangent_kernel(*arrays: np.ndarray) -> tuple:
-        ks = TangentKernelSession(rules)
-        for x, t in zip(arrays[:count], unflatten(spec, arrays[count:])):
-            if t is not None:
-                ks.seed(x, t)
-        outs = reference(ks, *arrays[:count], **params)
-        found = [ks.tangent(o) for o in outs]
-        dots = tuple(np.zeros(o.shape, o.dtype) if t is None else dense(KERNEL_SESSION, t) for o, t in zip(outs, found))
-        return tuple(outs) + dots if with_outputs else dots
-
-    flops = 3.0 * cost(tuple(p.aval for p in primals), out_avals, params)
-    prim = Primitive("jvp", lambda *avals: out_avals * (2 if with_outputs else 1), tangent_kernel, lambda *_: flops)
-    return s.bind(prim, *primals, *leaves)
-
-
-def composite(reference: Callable[..., Sequence], cost: Callable[..., float]) -> dict[str, Callable]:
-    """The kernel, rules, cost and inline form of a primitive defined by ``reference(s, *inputs,
-    **params)``, a function of session ops returning the outputs: keyword arguments of
-    ``RuleSet.define``.
-
-    The kernel runs the reference on arrays in a :class:`KernelSession`: one kernel, with no
-    tape and no per-op dispatch. The rules differentiate the same reference in the eager
-    session they are given (``s.jvp_of``, ``s.vjp_of``), so they are exact to every order and
-    differentiable again. Where nothing will differentiate a JVP's result (nothing records and
-    no older forward trace is active), the JVP is one kernel too (:func:`fused_jvp`). Sessions
-    carrying forward traces run the reference itself (``inline``) where the tangents must stay
-    differentiable, and else the outputs and their tangents in one kernel.
-    """
-
-    def kernel(*arrays: np.ndarray, **params: Any) -> tuple:
-        return tuple(reference(KERNEL_SESSION, *arrays, **params))
-
-    def jvp(s, tangents, primals, outputs, **params):
-        rt = s.runtime
-        if rt.recording or rt._traces:
-            return s.jvp_of(lambda xs: reference(s, *xs, **params), primals, tangents)
-        return fused_jvp(s, reference, cost, primals, tangents, params, tuple(o.aval for o in outputs))
-
-    def vjp(s, cotangents, primals, outputs, needs, **params):
-        return s.vjp_of(lambda xs: reference(s, *xs, **params), primals, cotangents, needs)
-
-    return dict(impl=kernel, jvp=jvp, vjp=vjp, inline=reference, cost=cost)
+# The one place where a lower layer is given something by a higher one: composites (defined
+# below the op families, in tenferro_py.composite) run their references in these sessions.
+composite.use_kernel_sessions(KERNEL_SESSION, TangentKernelSession)

@@ -16,10 +16,13 @@ differentiable; ``None`` stands for a symbolic zero):
     ``cotangents[j]`` is the cotangent of ``outputs[j]`` or None; the result has one entry
     per primal, computed where ``needs[i]`` (others may be None).
 
-A rule set with ``structured=True`` says its rules are written in session ops alone, so
-they may be handed structured tangents and cotangents (a block inside zeros, a matrix kept
-as two factors): the ops keep the structure where they can and make the value dense where
-they cannot. Rules without it get plain tensors.
+Rules are written in session ops alone, so they may be handed structured tangents and
+cotangents (a block inside zeros, a matrix kept as two factors): the ops keep the structure
+where they can and make the value dense where they cannot. A rule that needs plain tensors
+says so (``dense_only=True``), and is given them.
+
+A **linear** primitive (``RuleSet.define_linear``, JAX's ``deflinear``) declares only its
+transpose: its JVP is the primitive itself applied to the tangents, and its VJP the transpose.
 """
 
 from __future__ import annotations
@@ -44,10 +47,7 @@ class Primitive:
     the number of output elements); a wide engine hands costly kernels to its workers.
     ``structured(s, *inputs, **params)``, where given, is the op on inputs of which some are
     structured values: it returns the outputs (structured or not), or NotImplemented to have
-    the inputs made dense first. ``inline(s, *inputs, **params)``, where given, computes what
-    the kernel computes in session ops (a composite's reference): while forward traces are
-    active a session runs it in place of the kernel, so that its ops carry their tangents
-    one by one, with no second primal pass.
+    the inputs made dense first.
     """
 
     name: str
@@ -55,7 +55,6 @@ class Primitive:
     impl: Callable[..., tuple]
     cost: Callable[..., float] | None = None
     structured: Callable[..., Any] | None = None
-    inline: Callable[..., Any] | None = None
 
     def flops(self, in_avals: tuple, out_avals: tuple, params: dict) -> float:
         if self.cost is not None:
@@ -68,11 +67,12 @@ class Primitive:
 
 @dataclass(frozen=True, eq=False)
 class Rule:
-    """A primitive's JVP and VJP rules; ``structured``: they take structured (co)tangents as they are."""
+    """A primitive's JVP and VJP rules; ``dense_only``: they take plain tensors only (structured
+    tangents and cotangents are made dense first)."""
 
     jvp: JvpRule
     vjp: VjpRule
-    structured: bool = False
+    dense_only: bool = False
 
 
 def vjp_from_linear_jvp(jvp: JvpRule) -> VjpRule:
@@ -107,18 +107,40 @@ class RuleSet:
         vjp: VjpRule,
         cost: Callable[..., float] | None = None,
         structured: Callable[..., Any] | None = None,
-        structured_rules: bool = False,
-        inline: Callable[..., Any] | None = None,
+        dense_only: bool = False,
     ) -> Primitive:
         """Make a primitive and register its rules here: forward and rules in one place.
 
-        ``structured`` and ``inline``: see :class:`Primitive`; ``structured_rules``: its JVP and
-        VJP take structured tangents and cotangents.
+        ``structured``: see :class:`Primitive`; ``dense_only``: its JVP and VJP take plain tensors only.
         """
         if name in self._rules:
             raise InvalidArgument("RuleSet.define", "a new primitive name", f"{name!r} twice")
-        self._rules[name] = Rule(jvp, vjp, structured_rules)
-        return Primitive(name, abstract, impl, cost, structured, inline)
+        self._rules[name] = Rule(jvp, vjp, dense_only)
+        return Primitive(name, abstract, impl, cost, structured)
+
+    def define_linear(
+        self,
+        name: str,
+        abstract: Callable[..., tuple],
+        impl: Callable[..., tuple],
+        transpose: VjpRule,
+        cost: Callable[..., float] | None = None,
+        structured: Callable[..., Any] | None = None,
+    ) -> Primitive:
+        """A primitive linear in its inputs (jointly), from its transpose: its JVP is the primitive
+        applied to the tangents (zeros where an input has none) and its VJP is
+        ``transpose(s, cotangents, primals, needs, **params)``, the adjoint under Re⟨·,·⟩."""
+        prim: Primitive
+
+        def jvp(s, tangents, primals, outputs, **params):
+            ts = [t if t is not None else s.zeros(p.shape, p.dtype) for t, p in zip(tangents, primals)]
+            return s.bind(prim, *ts, **params)
+
+        def vjp(s, cotangents, primals, outputs, needs, **params):
+            return transpose(s, cotangents, primals, needs, **params)
+
+        prim = self.define(name, abstract, impl, jvp, vjp, cost, structured)
+        return prim
 
     def merge(self, other: "RuleSet") -> "RuleSet":
         """Add ``other``'s rules to this set, in place (as tenferro's ``merge``), and return this set.

@@ -1,25 +1,24 @@
-"""AdContext (which rules, which ε) and EagerRuntime (variables, sessions, transforms)."""
+"""AdContext (which rules, which ε) and EagerRuntime (variables, sessions, modes, and the one hook
+through which sessions hand it their ops; its transforms are :class:`~tenferro_py.transforms.Transforms`)."""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import math
 import weakref
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-import numpy as np
 
 from . import einsum as _einsum
 from . import linalg as _linalg
 from .engine import CpuEngine
-from .errors import DTypeMismatch, InvalidArgument, NonScalarGrad, NotReachable, RuntimeMismatch, ShapeMismatch
+from .errors import InvalidArgument, RuntimeMismatch
 from .ops import core_rules
 from .rules import RuleSet
-from .opset import fused_jvp
 from .session import EagerSession
+from .transforms import Transforms
 from .structure import dense
-from .tape import EagerTensor, ForwardTrace, Leaf, TangentMemo, ancestors, reaching, reverse_sweep, tensor_key
+from .tape import EagerTensor, ForwardTrace, Leaf, op_outputs, reverse_sweep, tensor_key
 from .tensor import Aval, Tensor
 
 R = TypeVar("R")
@@ -62,6 +61,10 @@ class AdContext:
     def rules(self) -> RuleSet:
         """A copy of the context's rules."""
         return self._rules.copy()
+
+    def get(self, name: str) -> Any:
+        """The rules of the primitive called ``name``, or None (what the sweeps ask)."""
+        return self._rules.get(name)
 
     @property
     def derivative_eps(self) -> float:
@@ -130,7 +133,7 @@ class GradMode:
         self.close()
 
 
-class EagerRuntime:
+class EagerRuntime(Transforms):
     """Owns variables, their grad slots and the tape; runs sessions and transforms.
 
     A runtime is used from one thread at a time.
@@ -160,15 +163,35 @@ class EagerRuntime:
         """False inside ``no_grad()``: op results are then constants."""
         return self._recording
 
+    @property
+    def differentiating(self) -> bool:
+        """Whether something will differentiate the ops run now: the tape records them, or a forward
+        trace carries their tangents (a rule may then take a route that does not differentiate again)."""
+        return self._recording or bool(self._traces)
+
+    # --- the one hook between sessions and the tape ---------------------------------------
+
+    def process_primitive(self, s: EagerSession, prim: Any, inputs: tuple, params: dict) -> tuple:
+        """Run one primitive for session ``s`` (its inputs this runtime's tensors): its kernel on s's
+        engine, a node on the tape when an input is tracked and the runtime records, and its
+        tangents through the active forward traces, newest first."""
+        in_avals = tuple([x.aval for x in inputs])
+        avals = prim.abstract(*in_avals, **params)
+        values = s.engine.run(prim, [x.payload for x in inputs], params, in_avals, avals)
+        outs = op_outputs(self, prim, params, inputs, values, avals, self._recording)
+        if self._traces:
+            self._carry(s, prim, params, inputs, outs)
+        return outs
+
     # --- values -------------------------------------------------------------
 
     def _host_value(self, op: str, t: object) -> tuple[Any, Aval]:
         """(value, aval) of a Tensor or of an EagerTensor of this runtime (its value may be pending)."""
         if isinstance(t, Tensor):
-            return t._array, Aval(t.shape, t.dtype)
+            return t.array, Aval(t.shape, t.dtype)
         if isinstance(t, EagerTensor):
             self.check_owned(op, t)
-            return t._value, t._aval
+            return t.payload, t.aval
         raise InvalidArgument(op, "a Tensor or an EagerTensor", type(t).__name__)
 
     def variable_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
@@ -198,7 +221,7 @@ class EagerRuntime:
         """x as an EagerTensor of this runtime, or a clear error."""
         if not isinstance(x, EagerTensor):
             raise InvalidArgument(op, "an EagerTensor", type(x).__name__)
-        if x._rt is not self:
+        if x.runtime is not self:
             raise RuntimeMismatch(op, "tensors of this runtime", "a tensor of another EagerRuntime")
         return x
 
@@ -206,15 +229,12 @@ class EagerRuntime:
 
     def with_eager_session(self, engine: CpuEngine, f: Callable[[EagerSession], R]) -> R:
         """Run ``f(session)``: its ops run on ``engine`` and are recorded; all of its kernels are done when it returns."""
-        with self._session(engine) as s:
+        with self.session(engine) as s:
             return f(s)
 
-    def session(self, engine: CpuEngine) -> contextlib.AbstractContextManager[EagerSession]:
-        """``with rt.session(engine) as s:``, the block form of :meth:`with_eager_session`."""
-        return self._session(engine)
-
     @contextlib.contextmanager
-    def _session(self, engine: CpuEngine) -> Iterator[EagerSession]:
+    def session(self, engine: CpuEngine) -> Iterator[EagerSession]:
+        """``with rt.session(engine) as s:``, the block form of :meth:`with_eager_session`."""
         if not isinstance(engine, CpuEngine):
             raise InvalidArgument("EagerRuntime", "a CpuEngine", type(engine).__name__)
         with engine.active():
@@ -240,32 +260,13 @@ class EagerRuntime:
             leaf.grad = None
 
     @contextlib.contextmanager
-    def _tracing(self, trace: ForwardTrace) -> Iterator[None]:
+    def tracing(self, trace: ForwardTrace) -> Iterator[None]:
         """Push every op of every session through ``trace`` meanwhile (the newest trace first)."""
         self._traces.append(trace)
         try:
             yield
         finally:
             self._traces.remove(trace)
-
-    def _carries(self, inputs: tuple) -> bool:
-        """True when an active trace has a tangent for one of ``inputs``."""
-        return any(trace.tangent(x) is not None for trace in self._traces for x in inputs)
-
-    def _carry_fused(self, s: EagerSession, prim: Any, inputs: tuple, params: dict, avals: tuple) -> tuple:
-        """A composite under the one active trace, nothing recorded: its outputs and their tangents
-        from one kernel (see ``opset.fused_jvp``), the tangents seeded into the trace."""
-        (trace,) = traces = self._traces
-        tangents = [trace.tangent(x) for x in inputs]
-        self._traces = []
-        try:
-            both = fused_jvp(s, prim.inline, prim.cost, inputs, tangents, params, avals, with_outputs=True)
-        finally:
-            self._traces = traces
-        outs, dots = both[: len(avals)], both[len(avals):]
-        for o, t in zip(outs, dots):
-            trace.seed(s, o, t)
-        return outs
 
     def _carry(self, s: EagerSession, prim: Any, params: dict, inputs: tuple, outputs: tuple) -> None:
         """Push one op through the active traces, newest first; each runs its rule with only older traces active.
@@ -281,184 +282,37 @@ class EagerRuntime:
         finally:
             self._traces = traces
 
-    # --- transforms -------------------------------------------------------------
+    def jvp_of(self, s: EagerSession, f: Callable[[list], Sequence], primals: Sequence[Any],
+               tangents: Sequence[Any]) -> tuple:
+        """The tangents of ``f(primals)``'s outputs along ``tangents`` (None: zero): forward mode through
+        f's ops as they run in session ``s`` (a trace of its own, the newest)."""
+        trace = ForwardTrace(self._ad)
+        seeded: set = set()
+        for p, t in zip(primals, tangents):
+            if t is not None and tensor_key(p) not in seeded:  # one tensor in two slots has one tangent
+                seeded.add(tensor_key(p))
+                trace.seed(s, p, t)
+        with self.tracing(trace):
+            outs = f(list(primals))
+        return tuple(trace.tangent(o) for o in outs)
 
-    def _direction(self, op: str, what: str, t: object, like: EagerTensor) -> EagerTensor:
-        """A seed, cotangent or tangent: a Tensor or EagerTensor of ``like``'s shape and dtype."""
-        x = self.operand(op, t)
-        if x.shape != like.shape:
-            raise ShapeMismatch(op, f"{what} of shape {list(like.shape)}", f"shape {list(x.shape)}")
-        if x.dtype != like.dtype:
-            raise DTypeMismatch(op, f"{what} of dtype {like.dtype}", str(x.dtype))
-        return x
+    def vjp_of(self, s: EagerSession, f: Callable[[list], Sequence], primals: Sequence[Any],
+               cotangents: Sequence[Any], needs: Sequence[bool]) -> tuple:
+        """The cotangents of ``primals`` for ``cotangents`` of ``f(primals)``'s outputs (None: zero), by
+        reverse mode through f's ops run in session ``s``, recorded even under ``no_grad``; None
+        where not ``needs``.
 
-    def _wrt_list(self, op: str, wrt: Any) -> tuple[list[EagerTensor], bool]:
-        many = isinstance(wrt, (list, tuple))
-        items = list(wrt) if many else [wrt]
-        if many and not items:
-            raise InvalidArgument(op, "at least one tensor in wrt", "an empty sequence")
-        return [self.check_owned(op, w) for w in items], many
-
-    def _unreached(self, op: str, w: EagerTensor, optional: bool) -> None:
-        if not optional:
-            got = "a constant (it has no slot)" if not w.is_tracked else "a tensor the output does not depend on"
-            raise NotReachable(op, "wrt that reaches the output", got)
-
-    def _swept(self, s: EagerSession, op: str, targets: list, cts: dict, met: set, optional: bool) -> list:
-        """Each target's cotangent from a reverse sweep: dense, zeros where none flowed, None if unreached."""
-        results: list[EagerTensor | None] = []
-        for w in targets:
-            key = tensor_key(w)
-            if w._node is None or key not in met:
-                self._unreached(op, w, optional)
-                results.append(None)
-            elif key in cts:
-                results.append(dense(s, cts[key]))
-            else:
-                results.append(s.zeros(w.shape, w.dtype))
-        return results
-
-    def _tangents_for(self, op: str, sources: list[EagerTensor], many: bool, tan: Any) -> list[EagerTensor]:
-        """The tangents given for ``sources`` (a sequence when ``many``), one each, checked."""
-        tans = list(tan) if many else [tan]
-        if len(tans) != len(sources):
-            raise InvalidArgument(op, f"{len(sources)} tangents (one per wrt)", f"{len(tans)}")
-        return [self._direction(op, "a tangent", t, w) for t, w in zip(tans, sources)]
-
-    @staticmethod
-    def _check_memo(op: str, memo: Any, seeds: list) -> None:
-        """None, or a TangentMemo that holds for ``seeds``; else InvalidArgument."""
-        if memo is not None:
-            if not isinstance(memo, TangentMemo):
-                raise InvalidArgument(op, "memo: a TangentMemo", type(memo).__name__)
-            memo.check(op, seeds)
-
-    def _vjp(self, op: str, engine: CpuEngine, out: Any, wrt: Any, cot: Any, optional: bool) -> Any:
-        out = self.check_owned(op, out)
-        targets, many = self._wrt_list(op, wrt)
-        cot = self._direction(op, "a cotangent", cot, out)
-        with self._session(engine) as s:
-            cts, met = reverse_sweep(s, self._ad._rules, [(out, cot)], targets)
-            results = self._swept(s, op, targets, cts, met, optional)
-        return results if many else results[0]
-
-    def vjp(self, engine: CpuEngine, out: EagerTensor, wrt: Any, cot: "Tensor | EagerTensor") -> Any:
-        """Cotangent of ``wrt`` (a tensor or a sequence of them) for ``cot`` on ``out``.
-
-        The result is differentiable when it depends on tracked values. Grad
-        slots are not touched.
+        Each primal enters f as a tensor of its own, so that each gets the partial derivative
+        even where one primal depends on another: a tracked one as a recorded copy (the result
+        stays differentiable with respect to what it came from), an untracked one as a fresh leaf.
         """
-        return self._vjp("vjp", engine, out, wrt, cot, optional=False)
-
-    def vjp_optional(self, engine: CpuEngine, out: EagerTensor, wrt: Any, cot: "Tensor | EagerTensor") -> Any:
-        """As :meth:`vjp`, with None where ``wrt`` does not reach ``out``."""
-        return self._vjp("vjp_optional", engine, out, wrt, cot, optional=True)
-
-    def _scalar_seed(self, op: str, out: Any) -> Tensor:
-        out = self.check_owned(op, out)
-        if math.prod(out.shape) != 1:
-            raise NonScalarGrad(op, "a scalar output (one element)", f"shape {list(out.shape)}")
-        return Tensor.adopt(np.ones(out.shape, dtype=out.dtype))
-
-    def grad(self, engine: CpuEngine, out: EagerTensor, wrt: Any) -> Any:
-        """d(out)/d(wrt) for a scalar ``out``; functional, differentiable."""
-        return self._vjp("grad", engine, out, wrt, self._scalar_seed("grad", out), optional=False)
-
-    def grad_optional(self, engine: CpuEngine, out: EagerTensor, wrt: Any) -> Any:
-        """As :meth:`grad`, with None where ``wrt`` does not reach ``out``."""
-        return self._vjp("grad_optional", engine, out, wrt, self._scalar_seed("grad_optional", out), optional=True)
-
-    def _forward(self, s: EagerSession, out: EagerTensor, seeds: list, memo: TangentMemo | None) -> tuple[ForwardTrace, set]:
-        """The trace of the tangents between ``seeds`` and ``out`` (replayed, or lent by ``memo``), and
-        the seeded tensors that reach ``out``. An empty memo is filled."""
-        trace = ForwardTrace(self._ad._rules, memo, [w for w, _ in seeds])
-        for w, t in seeds:
-            trace.seed(s, w, t)
-        nodes = ancestors([out])
-        trace.replay(s, nodes)
-        if memo is not None and not memo.filled:
-            memo.fill(seeds, trace, nodes)
-        return trace, reaching([tensor_key(w) for w, _ in seeds], nodes, [out])
-
-    def _jvp(self, op: str, engine: CpuEngine, out: Any, wrt: Any, tan: Any, optional: bool, memo: Any) -> Any:
-        out = self.check_owned(op, out)
-        sources, many = self._wrt_list(op, wrt)
-        tans = self._tangents_for(op, sources, many, tan)
-        for w in sources:
-            if not w.is_tracked:
-                self._unreached(op, w, optional)
-        seeds = [(w, t) for w, t in zip(sources, tans) if w.is_tracked]
-        self._check_memo(op, memo, seeds)
-        with self._session(engine) as s:
-            trace, reached = self._forward(s, out, seeds, memo)
-            if not reached:
-                self._unreached(op, seeds[0][0] if seeds else sources[0], optional)
-                return None
-            result = trace.tangent(out)
-            return dense(s, result) if result is not None else s.zeros(out.shape, out.dtype)
-
-    def jvp(
-        self, engine: CpuEngine, out: EagerTensor, wrt: Any, tan: Any, memo: TangentMemo | None = None
-    ) -> EagerTensor:
-        """Tangent of ``out`` for tangent ``tan`` of ``wrt`` (tensors and tangents may be sequences).
-
-        The result is differentiable when it depends on tracked values. ``memo``: an
-        empty :class:`TangentMemo` keeps the tangents of every tensor on the way;
-        a filled one lends them to this jvp (forward over reverse: the jvp of a
-        step's pullback reuses the tangents of the step's own jvp).
-        """
-        return self._jvp("jvp", engine, out, wrt, tan, False, memo)
-
-    def jvp_optional(
-        self, engine: CpuEngine, out: EagerTensor, wrt: Any, tan: Any, memo: TangentMemo | None = None
-    ) -> EagerTensor | None:
-        """As :meth:`jvp`, with None where no ``wrt`` reaches ``out``."""
-        return self._jvp("jvp_optional", engine, out, wrt, tan, True, memo)
-
-    def vjp_jvp(
-        self, engine: CpuEngine, out: EagerTensor, wrt: Any, cot: "Tensor | EagerTensor", wrt_tangent: Any,
-        cot_tangent: "Tensor | EagerTensor | None", memo: TangentMemo | None = None,
-    ) -> tuple[Any, Any]:
-        """(the vjp of ``cot`` through ``out`` to ``wrt``, its jvp) in one pass that records nothing.
-
-        The jvp is along ``wrt_tangent`` (one per wrt) and ``cot_tangent`` (None: zero): the
-        numbers of ``jvp`` of a recorded ``vjp``, without the recording and the second sweep.
-        The tangents of the tensors between wrt and out are replayed first, or lent by
-        ``memo`` (see :meth:`jvp`); then the pullback runs with the trace active, so that
-        every op it runs, in any session, carries its tangent.
-        """
-        op = "vjp_jvp"
-        out = self.check_owned(op, out)
-        targets, many = self._wrt_list(op, wrt)
-        cot = self._direction(op, "a cotangent", cot, out)
-        tans = self._tangents_for(op, targets, many, wrt_tangent)
-        seeds = [(w, t) for w, t in zip(targets, tans) if w.is_tracked]
-        cot_dot = None if cot_tangent is None else self._direction(op, "a cotangent's tangent", cot_tangent, out)
-        self._check_memo(op, memo, seeds)
-        with self._session(engine) as s:
-            trace, _ = self._forward(s, out, seeds, memo)
-            if cot_dot is not None:
-                trace.seed(s, cot, cot_dot)
-            with self._tracing(trace):
-                cts, met = reverse_sweep(s, self._ad._rules, [(out, cot)], targets)
-                results = self._swept(s, op, targets, cts, met, False)
-            results_dot = []
-            for r in results:
-                t = trace.tangent(r)
-                results_dot.append(dense(s, t) if t is not None else s.zeros(r.shape, r.dtype))
-        return (results, results_dot) if many else (results[0], results_dot[0])
-
-    def _backward(self, out: EagerTensor, seed: Any, engine: CpuEngine | None) -> None:
-        """Stateful reverse sweep: slot = existing + incoming for every reachable variable."""
-        op = "backward" if seed is None else "backward_with"
-        out = self.check_owned(op, out)
-        seed = self._scalar_seed(op, out) if seed is None else seed
-        seed = self._direction(op, "a seed", seed, out)
-        if not out.is_tracked:
-            raise NotReachable(op, "a tracked output (one that depends on a variable)", "a constant")
-        with self.no_grad(), self._session(engine or CpuEngine.serial()) as s:
-            cts, met = reverse_sweep(s, self._ad._rules, [(out, seed)], None)
-            for leaf, _ in met:
-                ct = cts.get((leaf, 0))
-                incoming = dense(s, ct).value()._array if ct is not None else np.zeros(leaf.shape, leaf.dtype)
-                leaf.grad = incoming if leaf.grad is None else leaf.grad + incoming
+        with self.enable_grad():
+            xs = [self.variable_from(p) if not p.is_tracked else s.scale_real(p, 1.0) for p in primals]
+            outs = f(xs)
+        roots = [(o, ct) for o, ct in zip(outs, cotangents) if ct is not None]
+        wanted = [x for x, need in zip(xs, needs) if need]
+        if not roots or not wanted:
+            return tuple(None for _ in primals)
+        cts, _ = reverse_sweep(s, self._ad, roots, wanted)
+        return tuple(dense(s, cts[tensor_key(x)]) if need and tensor_key(x) in cts else None
+                     for x, need in zip(xs, needs))

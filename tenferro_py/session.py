@@ -1,35 +1,30 @@
-"""EagerSession: the library's session; binding runs, records and carries each op.
+"""EagerSession: the library's session, the ops of one runtime on one engine.
 
-Binding runs the kernel on the session's engine (at once, or scheduled on a wide engine),
-puts a node on the tape when an input is tracked and the runtime records, and, while the
-runtime has forward traces active (the jvp of a pullback being taken), pushes the op through
-them. Ops also take the structured tangents and cotangents that derivative rules pass
-around (:mod:`tenferro_py.structure`). The op methods themselves are :class:`~tenferro_py.opset.OpSet`'s.
+Binding checks an op's operands (tensors of this runtime, or the structured tangents and
+cotangents that derivative rules pass around, :mod:`tenferro_py.structure`) and hands the op to
+its runtime (``EagerRuntime.process_primitive``), which runs, records and carries it. The op
+methods themselves are :class:`~tenferro_py.opset.OpSet`'s.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
-from . import linalg as _linalg
-from .errors import InvalidArgument, SessionEnded, ShapeMismatch
+from .errors import SessionEnded
 from .opset import OpSet
 from .structure import Structured, dense
-from .tape import EagerTensor, ForwardTrace, Node, reverse_sweep, tensor_key
-from .ops.structural import SliceConfig
-from .tensor import Aval, Tensor, is_integer
+from .tape import EagerTensor
+from .tensor import Aval, Tensor
 
 
 class EagerSession(OpSet):
     """Runs ops on one engine, recording them in one runtime's tape."""
 
-    __slots__ = ("_rt", "_engine", "_open")
+    __slots__ = ("runtime", "engine", "_open")
 
     def __init__(self, runtime: Any, engine: Any):
-        self._rt = runtime
-        self._engine = engine
+        self.runtime = runtime  # the EagerRuntime whose tape this session records on
+        self.engine = engine  # the CpuEngine its kernels run on
         self._open = True
 
     def end(self) -> None:
@@ -40,46 +35,22 @@ class EagerSession(OpSet):
         if not self._open:
             raise SessionEnded(op, "a session inside its with_eager_session call", "one whose call has returned")
 
-    @property
-    def runtime(self) -> Any:
-        """The :class:`~tenferro_py.EagerRuntime` whose tape this session records on."""
-        return self._rt
-
-    @property
-    def engine(self) -> Any:
-        """The :class:`~tenferro_py.CpuEngine` this session's kernels run on."""
-        return self._engine
-
     def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
-        """Check, run and (when tracked) record one primitive; returns its outputs."""
+        """Check one primitive's operands and hand it to the runtime, which runs and records it; its outputs."""
         if not self._open:
             self._check_open(prim.name)
-        rt = self._rt
-        xs = tuple([x if type(x) is EagerTensor and x._rt is rt else self._operand(prim.name, x) for x in inputs])
+        rt = self.runtime
+        xs = tuple([x if type(x) is EagerTensor and x.runtime is rt else self._operand(prim.name, x) for x in inputs])
         if any([type(x) is not EagerTensor for x in xs]):
             return self._bind_structured(prim, xs, params)
-        in_avals = tuple([x._aval for x in xs])
-        avals = prim.abstract(*in_avals, **params)
-        if prim.inline is not None and rt._traces and rt._carries(xs):  # a composite under a forward trace
-            if rt._recording or len(rt._traces) > 1:
-                return tuple(prim.inline(self, *xs, **params))  # its ops carry differentiable tangents as they run
-            return rt._carry_fused(self, prim, xs, params, avals)  # outputs and tangents from one kernel
-        values = self._engine.run(prim, [x._value for x in xs], params, in_avals, avals)
-        if rt._recording and any([x._node is not None for x in xs]):
-            node = Node(prim, params, xs, values, avals)
-            outs = tuple([EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals))])
-        else:
-            outs = tuple([EagerTensor(rt, v, a) for v, a in zip(values, avals)])
-        if rt._traces:
-            rt._carry(self, prim, params, xs, outs)
-        return outs
+        return rt.process_primitive(self, prim, xs, params)
 
     def _operand(self, op: str, x: object) -> Any:
         """An op's input: a tensor of this runtime or a structured value as it is, else as the runtime
         takes operands."""
-        if type(x) is EagerTensor and x._rt is self._rt:
+        if type(x) is EagerTensor and x.runtime is self.runtime:
             return x
-        return x if isinstance(x, Structured) else self._rt.operand(op, x)
+        return x if isinstance(x, Structured) else self.runtime.operand(op, x)
 
     def _bind_structured(self, prim: Any, xs: tuple, params: dict) -> tuple:
         """A primitive on structured inputs: its structured form where it has one, else on the dense values."""
@@ -93,39 +64,15 @@ class EagerSession(OpSet):
     # --- derivatives of functions of session ops, for rules -------------------------------
 
     def jvp_of(self, f: Callable[[list], Sequence], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
-        """The tangents of ``f(primals)``'s outputs along ``tangents`` (None: zero): forward mode
-        through f's ops as they run here (a trace of its own, newest of the runtime's)."""
-        rt = self._rt
-        trace = ForwardTrace(rt.ad_context._rules)
-        seeded: set = set()
-        for p, t in zip(primals, tangents):
-            if t is not None and tensor_key(p) not in seeded:  # one tensor in two slots has one tangent
-                seeded.add(tensor_key(p))
-                trace.seed(self, p, t)
-        with rt._tracing(trace):
-            outs = f(list(primals))
-        return tuple(trace.tangent(o) for o in outs)
+        """The tangents of ``f(primals)``'s outputs along ``tangents`` (None: zero), by forward mode
+        through f's ops as they run here (see :meth:`EagerRuntime.jvp_of`)."""
+        return self.runtime.jvp_of(self, f, primals, tangents)
 
     def vjp_of(self, f: Callable[[list], Sequence], primals: Sequence[Any], cotangents: Sequence[Any],
                needs: Sequence[bool]) -> tuple:
         """The cotangents of ``primals`` for ``cotangents`` of ``f(primals)``'s outputs (None: zero), by
-        reverse mode through f's ops, recorded here even under ``no_grad``; None where not ``needs``.
-
-        Each primal enters f as a tensor of its own, so that each gets the partial derivative
-        even where one primal depends on another: a tracked one as a recorded copy (the result
-        stays differentiable with respect to what it came from), an untracked one as a fresh leaf.
-        """
-        rt = self._rt
-        with rt.enable_grad():
-            xs = [rt.variable_from(p) if p._node is None else self.scale_real(p, 1.0) for p in primals]
-            outs = f(xs)
-        roots = [(o, ct) for o, ct in zip(outs, cotangents) if ct is not None]
-        wanted = [x for x, need in zip(xs, needs) if need]
-        if not roots or not wanted:
-            return tuple(None for _ in primals)
-        cts, _ = reverse_sweep(self, rt.ad_context._rules, roots, wanted)
-        return tuple(dense(self, cts[tensor_key(x)]) if need and tensor_key(x) in cts else None
-                     for x, need in zip(xs, needs))
+        reverse mode through f's ops (see :meth:`EagerRuntime.vjp_of`)."""
+        return self.runtime.vjp_of(self, f, primals, cotangents, needs)
 
     def transpose_linear(self, f: Callable[[list], Sequence], primals: Sequence[Any], cotangents: Sequence[Any],
                          needs: Sequence[bool]) -> tuple:
@@ -133,213 +80,14 @@ class EagerSession(OpSet):
         ``cotangents``: the VJP of f at zero tangents."""
         return self.vjp_of(f, [self.zeros(p.shape, p.dtype) for p in primals], cotangents, needs)
 
-    # --- leaves and linalg --------------------------------------------------------------------
+    # --- leaves ----------------------------------------------------------------------------------
 
     def variable_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
         """A tracked leaf (see :meth:`EagerRuntime.variable_from`)."""
         self._check_open("variable_from")
-        return self._rt.variable_from(t)
+        return self.runtime.variable_from(t)
 
     def constant_from(self, t: "Tensor | EagerTensor") -> EagerTensor:
         """An untracked tensor."""
         self._check_open("constant_from")
-        return self._rt.constant_from(t)
-
-    def svd(
-        self, x: EagerTensor, derivative_eps: float | None = None, k: int | None = None, method: str = "full"
-    ) -> tuple[EagerTensor, EagerTensor, EagerTensor]:
-        """Thin SVD (u, s, vt), s descending (real for complex x); ``derivative_eps`` overrides the
-        context's ε, relative to the largest singular value. A stack (..., m, n) gives u (..., m, k),
-        s (..., k), vt (..., k, n).
-
-        ``k``: only the k leading triplets, (u (m, k), s (k,), vt (k, n)). ``method="full"`` slices
-        the full SVD; ``method="krylov"`` computes them by a block Krylov method (falling back to
-        the full SVD where that is faster or it does not converge), with exact derivatives that
-        take the discarded subspace into account without computing it (README, "Truncated SVD").
-        """
-        x = self._operand("svd", x)
-        if derivative_eps is not None:
-            derivative_eps = _linalg.check_derivative_eps("svd", derivative_eps)
-        if method not in ("full", "krylov"):
-            raise InvalidArgument("svd", "method 'full' or 'krylov'", repr(method))
-        if k is not None:
-            if not is_integer(k) or isinstance(k, bool):
-                raise InvalidArgument("svd", "k: an int", repr(k))
-            if x.ndim != 2:
-                raise ShapeMismatch("svd", "a matrix (rank 2) for a truncated SVD (k given)", f"shape {list(x.shape)}")
-            if method == "krylov" and 1 <= k < min(x.shape):  # k = min(m, n): nothing to discard
-                u, s, vt = self.bind(_linalg.svd_krylov_p, x, k=int(k), derivative_eps=derivative_eps)[:3]
-                return u, s, vt
-            if not 0 <= k <= min(x.shape):  # k = 0: empty factors, as a slice of the full SVD
-                raise InvalidArgument("svd", f"k in [0, {min(x.shape)}] for a {x.shape[0]} × {x.shape[1]} matrix",
-                                      repr(k))
-            u, s, vt = self.bind(_linalg.svd_p, x, derivative_eps=derivative_eps)
-            m, n = x.shape
-            return (self.slice(u, SliceConfig([0, 0], [m, k])), self.slice(s, SliceConfig([0], [k])),
-                    self.slice(vt, SliceConfig([0, 0], [k, n])))
-        if method == "krylov":
-            raise InvalidArgument("svd", "k (the number of leading triplets) with method='krylov'", "k=None")
-        u, s, vt = self._factorisation("svd", _linalg.svd_p, x, derivative_eps, square=False)
-        return u, s, vt
-
-    def eigh(self, x: EagerTensor, derivative_eps: float | None = None) -> tuple[EagerTensor, EagerTensor]:
-        """Eigenvalues (real, ascending) and eigenvectors (w, v) of the Hermitian part (x + xᴴ)/2
-        of a square matrix (or of each of a stack (..., n, n)), real or complex.
-
-        Taking the Hermitian part makes the op (and its derivatives) defined for any square
-        input; a Hermitian x is unchanged. ``derivative_eps`` overrides the context's ε of
-        the broadened rule, relative to max |w|.
-        """
-        w, v = self._factorisation("eigh", _linalg.eigh_p, x, derivative_eps, square=True)
-        return w, v
-
-    def qr(self, x: EagerTensor, derivative_eps: float | None = None) -> tuple[EagerTensor, EagerTensor]:
-        """Thin QR (q, r) of an m × n matrix (or of each of a stack): q (m, k) with orthonormal
-        columns, r (k, n) upper triangular, k = min(m, n), R's diagonal real and ≥ 0 (NumPy's
-        mode='reduced' up to those signs). Differentiable where r's leading k × k block is
-        invertible; ``derivative_eps`` overrides the context's ε, which broadens the rules'
-        1/r_jj relative to max |r_jj| (so they stay finite at a zero pivot)."""
-        q, r = self._factorisation("qr", _linalg.qr_p, x, derivative_eps, square=False)
-        return q, r
-
-    def _factorisation(self, op: str, prim: Any, x: object, derivative_eps: float | None, square: bool) -> tuple:
-        """``prim`` (svd, eigh or qr) on a matrix or on each of a stack, its ε checked."""
-        matrices = self._operand(op, x)
-        if derivative_eps is not None:
-            derivative_eps = _linalg.check_derivative_eps(op, derivative_eps)
-        _check_matrices(op, matrices, square=square)
-        return _linalg.bind_batched(self, op, prim, [matrices], [2], derivative_eps=derivative_eps)
-
-    def solve(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
-        """x with a x = b for a square nonsingular a: b a vector (n,) or a matrix (n, m); a and b
-        may be stacks with equal leading axes, and one without them is shared (NumPy ≥ 2: b is a
-        vector only when it is 1-D). A singular a is a LinalgError."""
-        a, b = self._operand("solve", a), self._operand("solve", b)
-        _check_matrices("solve", a, square=True)
-        core = 1 if b.ndim == 1 else 2
-        if b.ndim < core or b.shape[b.ndim - core] != a.shape[-1]:
-            n = a.shape[-1]
-            raise ShapeMismatch("solve", f"b of shape [{n}] or [..., {n}, m] (a is [..., {n}, {n}])",
-                                f"shape {list(b.shape)}")
-        (x,) = _linalg.bind_batched(self, "solve", _linalg.solve_p, [a, b], [2, core])
-        return x
-
-    def inv(self, x: EagerTensor) -> EagerTensor:
-        """The inverse of a square nonsingular matrix (or of each of a stack); a singular one is a
-        LinalgError."""
-        x = self._operand("inv", x)
-        _check_matrices("inv", x, square=True)
-        (y,) = _linalg.bind_batched(self, "inv", _linalg.inv_p, [x], [2])
-        return y
-
-    def norm(self, x: EagerTensor, ord: object = None) -> EagerTensor:
-        """numpy.linalg.norm(x, ord) of a vector (ord None or 2, 1, ±inf) or a matrix (None or 'fro',
-        'nuc', ±2, ±1, ±inf), a real scalar; see :func:`tenferro_py.linalg.norm` for the derivatives
-        where the norm has none (at 0, at ties)."""
-        return _linalg.norm(self, self._operand("norm", x), ord)
-
-    def det(self, x: EagerTensor) -> EagerTensor:
-        """The determinant of a square matrix (or of each of a stack), by LU; its derivative
-        tr(adj(A) dA) is exact at a singular matrix too (the second asks for A⁻¹)."""
-        (d,) = self._square_op("det", _linalg.det_p, x)
-        return d
-
-    def slogdet(self, x: EagerTensor) -> tuple[EagerTensor, EagerTensor]:
-        """(sign, log|det|) of a square matrix (or of each of a stack), as numpy.linalg.slogdet; the
-        derivative at a singular matrix (sign 0) is infinite, and asking for it is a LinalgError."""
-        sign, logabs = self._square_op("slogdet", _linalg.slogdet_p, x)
-        return sign, logabs
-
-    def cholesky(self, x: EagerTensor) -> EagerTensor:
-        """L (lower, real positive diagonal) with L Lᴴ the Hermitian part (x + xᴴ)/2 of a square
-        matrix (or of each of a stack); one that is not positive definite is a LinalgError."""
-        (low,) = self._square_op("cholesky", _linalg.cholesky_p, x)
-        return low
-
-    def eigvalsh(self, x: EagerTensor, derivative_eps: float | None = None) -> EagerTensor:
-        """The eigenvalues of :meth:`eigh` alone (ascending)."""
-        return self.eigh(x, derivative_eps)[0]
-
-    def svdvals(self, x: EagerTensor, derivative_eps: float | None = None) -> EagerTensor:
-        """The singular values of :meth:`svd` alone (descending)."""
-        return self.svd(x, derivative_eps)[1]
-
-    def lstsq(self, a: EagerTensor, b: EagerTensor, rcond: float | None = None) -> tuple:
-        """numpy.linalg.lstsq(a, b, rcond) → (x, residuals, rank, sv): a a matrix, b a vector or a
-        matrix; differentiable at full rank, see :func:`tenferro_py.linalg.lstsq`."""
-        return _linalg.lstsq(self, self._operand("lstsq", a), self._operand("lstsq", b), rcond)
-
-    def matrix_power(self, x: EagerTensor, n: int) -> EagerTensor:
-        """x**n for an int n by repeated squaring, of a square matrix (or of each of a stack):
-        x⁰ is the identity, n < 0 a power of inv(x)."""
-        x = self._operand("matrix_power", x)
-        _check_matrices("matrix_power", x, square=True)
-        if not is_integer(n) or isinstance(n, bool):
-            raise InvalidArgument("matrix_power", "an int exponent", repr(n))
-        if n == 0:
-            eye = self.constant_from(Tensor.adopt(np.eye(x.shape[-1], dtype=x.dtype)))
-            return self.broadcast_in_dim(eye, x.shape, (x.ndim - 2, x.ndim - 1))
-        base, power, result = (self.inv(x) if n < 0 else x), abs(int(n)), None
-        while True:
-            if power & 1:
-                result = base if result is None else self.einsum([result, base], "...ij,...jk->...ik")
-            power >>= 1
-            if not power:
-                return result
-            base = self.einsum([base, base], "...ij,...jk->...ik")
-
-    def pinv(self, x: EagerTensor, rtol: float | None = None) -> EagerTensor:
-        """The pseudo-inverse (n, m) of an m × n matrix (or of each of a stack), singular values
-        ≤ rtol·s₁ counted as zero (None: max(m, n)·ε, NumPy's ``rtol=None``); its rules are the
-        constant-rank derivative, exact at repeated singular values (tenferro_py/linalg/pinv.py)."""
-        x = self._operand("pinv", x)
-        _check_matrices("pinv", x, square=False)
-        (y,) = _linalg.bind_batched(self, "pinv", _linalg.pinv_p, [x], [2], rtol=_linalg.pinv_rtol(x, rtol))
-        return y
-
-    def eig(self, x: EagerTensor) -> tuple[EagerTensor, EagerTensor]:
-        """Eigenvalues and eigenvectors (w, v) of a general square matrix (or of each of a stack),
-        both complex; v's columns of unit norm with their largest entry real and positive. The
-        derivative of an eigenvector of a repeated eigenvalue is a LinalgError (tenferro_py/linalg/eig.py)."""
-        w, v = self._square_op("eig", _linalg.eig_p, x)
-        return w, v
-
-    def eigvals(self, x: EagerTensor) -> EagerTensor:
-        """eig's eigenvalues alone (complex); their symmetric functions are differentiable at repeated ones."""
-        return self._square_op("eigvals", _linalg.eigvals_p, x)[0]
-
-    def expm(self, x: EagerTensor) -> EagerTensor:
-        """The matrix exponential of a square matrix (or of each of a stack), scipy.linalg.expm's,
-        with derivatives exact at every order and every spectrum."""
-        return self._square_op("expm", _linalg.expm_p, x)[0]
-
-    def sqrtm(self, x: EagerTensor) -> EagerTensor:
-        """The square root of the (positive semidefinite) Hermitian part of x (linalg/matrix_functions.py)."""
-        return self._square_op("sqrtm", _linalg.sqrtm_p, x)[0]
-
-    def inv_sqrtm(self, x: EagerTensor) -> EagerTensor:
-        """The inverse square root of the (positive definite) Hermitian part of x."""
-        return self._square_op("inv_sqrtm", _linalg.inv_sqrtm_p, x)[0]
-
-    def logm(self, x: EagerTensor) -> EagerTensor:
-        """The logarithm of the (positive definite) Hermitian part of x."""
-        return self._square_op("logm", _linalg.logm_p, x)[0]
-
-    def eigh_function(self, x: EagerTensor, f: Any, fprime: Any, *higher: Any) -> EagerTensor:
-        """V f(w) Vᴴ for eigh's (w, V) of x's Hermitian part: f, fprime (and fsecond, … for higher
-        derivatives) elementwise NumPy functions of real arrays (tenferro_py/linalg/eigh_function.py)."""
-        functions = _linalg.check_functions(f, (fprime,) + higher)
-        return self._square_op("eigh_function", _linalg.eigh_function_p, x, functions=functions)[0]
-
-    def _square_op(self, op: str, prim: Any, x: object, **params: object) -> tuple:
-        """``prim`` on a square matrix or on each of a stack."""
-        x = self._operand(op, x)
-        _check_matrices(op, x, square=True)
-        return _linalg.bind_batched(self, op, prim, [x], [2], **params)
-
-
-def _check_matrices(op: str, x: EagerTensor, square: bool) -> None:
-    """x is a matrix or a stack of them (..., m, n), square when ``square``; else ShapeMismatch."""
-    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
-        kind = "a square matrix or a stack of them (..., n, n)" if square else "a matrix or a stack of them (..., m, n)"
-        raise ShapeMismatch(op, kind, f"shape {list(x.shape)}")
+        return self.runtime.constant_from(t)

@@ -37,7 +37,7 @@ _ids = itertools.count()
 class Owner(Protocol):
     """What a tensor needs of its runtime: the stateful reverse sweep."""
 
-    def _backward(self, out: "EagerTensor", seed: Any, engine: Any) -> None: ...
+    def accumulate_grads(self, out: "EagerTensor", seed: Any, engine: Any) -> None: ...
 
 
 class Leaf:
@@ -70,39 +70,26 @@ class EagerTensor:
     """A value in one :class:`~tenferro_py.EagerRuntime`: tracked or constant.
 
     Tracked tensors are variables (made by ``variable_from``) or results of ops with a
-    tracked input; constants carry no derivative.
+    tracked input; constants carry no derivative. ``runtime``, ``aval`` (``shape`` and
+    ``dtype``) and ``payload`` (the array, or on a wide engine its kernel's Pending output)
+    are read-only by convention: an op makes a new tensor, it never changes one.
     """
 
-    __slots__ = ("_rt", "_value", "_aval", "_node", "_index")
+    __slots__ = ("runtime", "payload", "aval", "shape", "dtype", "_node", "_index")
 
     def __init__(self, rt: Owner, value: "np.ndarray | Pending", aval: Aval, node: Leaf | Node | None = None,
                  index: int = 0):
-        self._rt = rt
-        self._value = value  # the array, or its kernel's Pending output on a wide engine
-        self._aval = aval
+        self.runtime = rt
+        self.payload = value
+        self.aval = aval
+        self.shape = aval.shape
+        self.dtype = aval.dtype
         self._node = node
         self._index = index
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self._aval.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._aval.dtype
-
-    @property
     def ndim(self) -> int:
-        return len(self._aval.shape)
-
-    @property
-    def aval(self) -> Aval:
-        return self._aval
-
-    @property
-    def runtime(self) -> Any:
-        """The :class:`~tenferro_py.EagerRuntime` this tensor lives in."""
-        return self._rt
+        return len(self.shape)
 
     @property
     def is_tracked(self) -> bool:
@@ -116,12 +103,12 @@ class EagerTensor:
 
     def value(self) -> Tensor:
         """The host value (shares the immutable buffer); waits for its kernel if needed."""
-        return Tensor.adopt(resolve(self._value))
+        return Tensor.adopt(resolve(self.payload))
 
     def to_tensor(self, engine: Any) -> Tensor:
         """The host value (tenferro's ``to_tensor(&mut eng)``): a Tensor, immutable like a copy, that
         shares the buffer no kernel ever writes to instead of copying it."""
-        return Tensor.adopt(resolve(self._value))
+        return Tensor.adopt(resolve(self.payload))
 
     def item(self) -> float:
         """The value of a one-element tensor as a Python number."""
@@ -140,15 +127,25 @@ class EagerTensor:
 
     def backward(self, engine: Any = None) -> None:
         """Accumulate d(self)/d(leaf) into every reachable variable's slot; self must be a scalar."""
-        self._rt._backward(self, None, engine)
+        self.runtime.accumulate_grads(self, None, engine)
 
     def backward_with(self, seed: "Tensor | EagerTensor", engine: Any = None) -> None:
         """Accumulate the VJP of ``seed`` (self's shape and dtype) into reachable variables' slots."""
-        self._rt._backward(self, seed, engine)
+        self.runtime.accumulate_grads(self, seed, engine)
 
     def __repr__(self) -> str:
         kind = "variable" if self.is_leaf else "tracked" if self.is_tracked else "constant"
         return f"EagerTensor({kind}, shape={list(self.shape)}, dtype={self.dtype})"
+
+
+def op_outputs(rt: Owner, prim: Any, params: dict, inputs: tuple, values: tuple, avals: tuple,
+               record: bool) -> tuple[EagerTensor, ...]:
+    """An op's outputs as tensors of ``rt``: tracked, with a node on the tape, when ``record`` and
+    an input is tracked; else constants."""
+    if record and any([x._node is not None for x in inputs]):
+        node = Node(prim, params, inputs, values, avals)
+        return tuple([EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals))])
+    return tuple([EagerTensor(rt, v, a) for v, a in zip(values, avals)])
 
 
 def output_tensors(rt: Owner, node: Node) -> tuple[EagerTensor, ...]:
@@ -229,7 +226,7 @@ def reverse_sweep(s: Any, rules: Any, roots: Sequence[tuple[EagerTensor, Any]],
         if all(c is None for c in out_cts):
             continue
         rule = rule_for(rules, node.prim, "vjp")
-        if not rule.structured:
+        if rule.dense_only:
             out_cts = [dense(s, c) for c in out_cts]
         needs = tuple(is_target(x) or (type(x._node) is Node and x._node.id in live) for x in node.inputs)
         in_cts = rule.vjp(s, out_cts, node.inputs, output_tensors(s.runtime, node), needs, **node.params)
@@ -265,7 +262,7 @@ class TangentMemo:
 
     def check(self, op: str, seeds: Sequence[tuple[EagerTensor, EagerTensor]]) -> None:
         """InvalidArgument unless a filled memo holds for a jvp along ``seeds``."""
-        given = {tensor_key(w): t._value for w, t in seeds}
+        given = {tensor_key(w): t.payload for w, t in seeds}
         if self._seeds is not None and any(given.get(key) is not value for key, value in self._seeds.items()):
             raise InvalidArgument(
                 op, "a memo filled along seeds that this jvp also has, with the same tangents", "other seeds"
@@ -273,7 +270,7 @@ class TangentMemo:
 
     def fill(self, seeds: Sequence[tuple[EagerTensor, EagerTensor]], trace: "ForwardTrace", nodes: Sequence[Node]) -> None:
         """Keep ``trace``'s tangents of the tensors of ``nodes``: the jvp along ``seeds`` that filled it."""
-        self._seeds = {tensor_key(w): t._value for w, t in seeds}
+        self._seeds = {tensor_key(w): t.payload for w, t in seeds}
         self._tangents = dict(trace._tangents)
         self._nodes = set(nodes)
 
@@ -333,7 +330,7 @@ class ForwardTrace:
         if all(t is None for t in tangents):
             return
         rule = rule_for(self._rules, prim, "jvp")
-        if not rule.structured:
+        if rule.dense_only:
             tangents = [dense(s, t) for t in tangents]
         for o, t in zip(outputs, rule.jvp(s, tangents, tuple(inputs), tuple(outputs), **params)):
             if t is not None:

@@ -129,6 +129,11 @@ class Tensor:
         return cls.adopt(np.array(value, dtype=target))
 
     @property
+    def array(self) -> np.ndarray:
+        """The data as a read-only NumPy array (shared, not copied)."""
+        return self._array
+
+    @property
     def shape(self) -> tuple[int, ...]:
         return self._array.shape
 

@@ -22,11 +22,14 @@ LAYERS = [
     ["tape", "ops.structural"],
     ["ops.elementwise"],
     ["ops.reductions"],
+    ["batching"],
     ["ops"],
     ["einsum"],
-    ["opset"],
+    ["composite"],
     ["linalg"],
+    ["opset"],
     ["session"],
+    ["transforms"],
     ["runtime"],
     ["staged", "testing", "fixed_point"],
     ["numpy.interop", "numpy.updates"],
@@ -87,6 +90,34 @@ def test_modules_layer_without_a_cycle():
             same_package = name.split(".")[0] == target.split(".")[0] == "linalg"
             assert layer_of[target] < layer_of[name] or package_init or same_package, (
                 f"{name} (layer {layer_of[name]}) imports {target} (layer {layer_of[target]})")
+
+
+def _own_names(tree: ast.AST) -> set[str]:
+    """The names a module defines: its functions and classes, what it assigns, its classes' slots."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in node.targets):
+            names.update(e.value for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant))
+    return names
+
+
+def test_modules_read_no_underscore_attribute_of_another():
+    """Modules talk through public names: ``x._name`` only where this module defines ``_name`` itself
+    (a named tuple's ``_replace`` and ``_fields``, and ``os._exit``, are public)."""
+    public = {"_replace", "_fields", "_asdict", "_exit"}  # os._exit is public too
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        own = _own_names(tree) | public
+        foreign = {node.attr for node in ast.walk(tree)
+                   if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                   and node.attr not in own}
+        assert not foreign, f"{_module_name(path)} reads {sorted(foreign)} of another module's objects"
 
 
 def test_no_type_checking_back_imports():

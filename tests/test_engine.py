@@ -65,7 +65,7 @@ def test_a_costly_kernel_waits_for_deferred_inputs_and_reads_wait_for_their_valu
         a = s.bind(meet, s.constant_from(tf.Tensor(np.arange(4.0))))[0]
         b = s.bind(double, a)[0]  # deferred: a is still running
         c = s.bind(meet, b)[0]  # costly with a deferred input: queued behind it
-        assert isinstance(c._value, Pending)
+        assert isinstance(c.payload, Pending)
         return c.item() if c.shape == () else c.value().to_numpy()  # a read drives the chain
 
     np.testing.assert_array_equal(rt.with_eager_session(eng, program), 2.0 * np.arange(4.0))

@@ -14,7 +14,7 @@ from tenferro_py.tape import ancestors
 @pytest.fixture
 def s(rt, eng):
     """An open session (the fixtures' runtime and engine)."""
-    with rt._session(eng) as session:
+    with rt.session(eng) as session:
         yield session
 
 

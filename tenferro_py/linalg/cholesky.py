@@ -15,26 +15,23 @@ import numpy as np
 from ..errors import LinalgError
 from ..ops.elementwise import cj, lift_real
 from ..tensor import Aval, Tensor
-from . import _RULES, _check_finite, _square_abstract, unit_solve_p
+from .common import RULES, check_finite, check_square, hermitian_part
+from .qr import unit_solve_p
 
 
 def _cholesky_abstract(a: Aval) -> tuple[Aval]:
-    _square_abstract("cholesky", a)
+    check_square("cholesky", a)
     return (a,)
 
 
 def _cholesky_impl(a):
     """potrf through NumPy on (A + Aᴴ)/2 (A itself, bit for bit, when A is Hermitian)."""
-    _check_finite("cholesky", a)
+    check_finite("cholesky", a)
     try:
         return (np.linalg.cholesky((a + a.conj().T) * 0.5),)
     except np.linalg.LinAlgError:
         raise LinalgError("cholesky", "a Hermitian positive-definite matrix",
                           "one that is not positive definite (LAPACK potrf met a pivot <= 0)") from None
-
-
-def _hermitian_part(s, x):
-    return s.scale_real(s.add(x, s.transpose(cj(s, x), (1, 0))), 0.5)
 
 
 def _phi(s, x):
@@ -66,7 +63,7 @@ def _cholesky_jvp(s, tangents, primals, outputs):
     (da,), (l,) = tangents, outputs
     if l.shape[0] == 0:
         return (da,)
-    y = _lower_solve(s, l, _hermitian_part(s, da), adjoint=False, right=False)
+    y = _lower_solve(s, l, hermitian_part(s, da), adjoint=False, right=False)
     x = _lower_solve(s, l, y, adjoint=True, right=True)
     return (s.einsum([l, _phi(s, x)], "ij,jk->ik"),)
 
@@ -78,14 +75,15 @@ def _cholesky_vjp(s, cotangents, primals, outputs, needs):
         return (lb,)
     m = _phi(s, s.einsum([cj(s, l), lb], "ji,jk->ik"))
     z = _lower_solve(s, l, m, adjoint=True, right=False)
-    return (_hermitian_part(s, _lower_solve(s, l, z, adjoint=False, right=True)),)
+    return (hermitian_part(s, _lower_solve(s, l, z, adjoint=False, right=True)),)
 
 
-cholesky_p = _RULES.define(
+cholesky_p = RULES.define(
     "cholesky",
     _cholesky_abstract,
     _cholesky_impl,
     _cholesky_jvp,
     _cholesky_vjp,
     cost=lambda in_avals, out_avals, params: in_avals[0].shape[0] ** 3 / 3.0,
+    dense_only=True,
 )

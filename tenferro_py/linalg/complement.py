@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import ShapeMismatch, Unsupported
 from ..tensor import Aval
-from ..linalg import _RULES
+from .common import RULES
 
 
 def _abstract(q: Aval) -> tuple[Aval]:
@@ -33,7 +33,8 @@ def _refuse(*args: object, **params: object) -> tuple:
                              "derivative)", "full_matrices=True")
 
 
-orthogonal_complement_p = _RULES.define("orthogonal_complement", _abstract, _impl, jvp=_refuse, vjp=_refuse)
+orthogonal_complement_p = RULES.define("orthogonal_complement", _abstract, _impl, jvp=_refuse, vjp=_refuse,
+                                        dense_only=True)
 
 
 def orthogonal_complement(s: object, q: object) -> object:

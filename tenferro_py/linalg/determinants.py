@@ -18,7 +18,9 @@ import numpy as np
 from ..errors import LinalgError
 from ..ops.elementwise import cj, lift_real, real_dtype, times_i
 from ..tensor import Aval, Tensor
-from . import _RULES, _check_finite, _square_abstract, inv_p, svd_p
+from .common import RULES, check_finite, check_square
+from .solve import inv_p
+from .svd import svd_p
 
 
 # --- A⁻¹ for the rules, whose error at a singular matrix names the op being differentiated ----------
@@ -31,9 +33,9 @@ def _inverse_impl(a, op, purpose):
         raise LinalgError(op, f"a nonsingular matrix for {purpose}", err.got) from None
 
 
-_INV_RULE = _RULES.get("inv")
+_INV_RULE = RULES.get("inv")
 
-_inverse_p = _RULES.define(
+_inverse_p = RULES.define(
     "inverse_for_derivative",
     lambda a, op, purpose: inv_p.abstract(a),
     _inverse_impl,
@@ -41,6 +43,7 @@ _inverse_p = _RULES.define(
     vjp=lambda s, cotangents, primals, outputs, needs, op, purpose: _INV_RULE.vjp(s, cotangents, primals, outputs,
                                                                                needs),
     cost=lambda in_avals, out_avals, params: 2.0 * in_avals[0].shape[0] ** 3,
+    dense_only=True,
 )
 
 
@@ -58,12 +61,12 @@ def _trace_of_product(s, x, y):
 
 
 def _slogdet_abstract(a: Aval) -> tuple[Aval, Aval]:
-    _square_abstract("slogdet", a)
+    check_square("slogdet", a)
     return Aval((), a.dtype), Aval((), real_dtype(a.dtype))
 
 
 def _slogdet_impl(a):
-    _check_finite("slogdet", a)
+    check_finite("slogdet", a)
     sign, logabs = np.linalg.slogdet(a)
     return np.asarray(sign, a.dtype), np.asarray(logabs, real_dtype(a.dtype))
 
@@ -91,13 +94,14 @@ def _slogdet_vjp(s, cotangents, primals, outputs, needs):
     return (s.einsum([c, cj(s, _inverse(s, a, "slogdet", _SLOGDET_PURPOSE))], ",ji->ij"),)
 
 
-slogdet_p = _RULES.define(
+slogdet_p = RULES.define(
     "slogdet",
     _slogdet_abstract,
     _slogdet_impl,
     _slogdet_jvp,
     _slogdet_vjp,
     cost=lambda in_avals, out_avals, params: 2.0 * in_avals[0].shape[0] ** 3 / 3.0,
+    dense_only=True,
 )
 
 
@@ -148,23 +152,24 @@ def _eye(s, a):
     return s.constant_from(Tensor.adopt(np.eye(a.shape[0], dtype=a.dtype)))
 
 
-adjugate_p = _RULES.define(
+adjugate_p = RULES.define(
     "adjugate",
     lambda a: (Aval(a.shape, a.dtype),),
     _adjugate_impl,
     _adjugate_jvp,
     _adjugate_vjp,
     cost=lambda in_avals, out_avals, params: 12.0 * in_avals[0].shape[0] ** 3,
+    dense_only=True,
 )
 
 
 def _det_abstract(a: Aval) -> tuple[Aval]:
-    _square_abstract("det", a)
+    check_square("det", a)
     return (Aval((), a.dtype),)
 
 
 def _det_impl(a):
-    _check_finite("det", a)
+    check_finite("det", a)
     return (np.asarray(np.linalg.det(a), a.dtype),)
 
 
@@ -172,7 +177,7 @@ def _adjugate(s, a):
     return s.bind(adjugate_p, a)[0]
 
 
-det_p = _RULES.define(
+det_p = RULES.define(
     "det",
     _det_abstract,
     _det_impl,
@@ -180,4 +185,5 @@ det_p = _RULES.define(
     vjp=lambda s, cotangents, primals, outputs, needs: (
         s.einsum([cotangents[0], cj(s, _adjugate(s, primals[0]))], ",ji->ij"),),
     cost=lambda in_avals, out_avals, params: 2.0 * in_avals[0].shape[0] ** 3 / 3.0,
+    dense_only=True,
 )

@@ -35,7 +35,7 @@ from ..errors import LinalgError
 from ..ops.elementwise import cj, lift_real, real_dtype
 from ..rules import vjp_from_linear_jvp
 from ..tensor import Aval
-from . import _RULES, _check_finite, _square_abstract
+from .common import RULES, check_finite, check_square
 from .eigh_function import by_col, by_row
 
 
@@ -44,14 +44,14 @@ def _complex(dtype: np.dtype) -> np.dtype:
 
 
 def _eig_abstract(a: Aval) -> tuple[Aval, Aval]:
-    n = _square_abstract("eig", a)
+    n = check_square("eig", a)
     return Aval((n,), _complex(a.dtype)), Aval((n, n), _complex(a.dtype))
 
 
 def _eig_impl(a):
     """LAPACK geev through NumPy, then each column scaled to unit norm with its largest entry real
     and positive. Input with inf or NaN raises LinalgError."""
-    _check_finite("eig", a)
+    check_finite("eig", a)
     dtype = _complex(a.dtype)
     try:
         w, v = np.linalg.eig(a)
@@ -97,12 +97,13 @@ def _constants_impl(a, w, v):
 
 # Constants of eig's rules (no derivative): the rounding radius of each eigenvalue and the
 # mask of each eigenvector's largest entry.
-constants_p = _RULES.define(
+constants_p = RULES.define(
     "eig_constants",
     lambda a, w, v: (Aval((a.shape[0],), real_dtype(v.dtype)), Aval(v.shape, real_dtype(v.dtype))),
     _constants_impl,
     jvp=lambda s, tangents, primals, outputs: (None, None),
     vjp=lambda s, cotangents, primals, outputs, needs: (None, None, None),
+    dense_only=True,
 )
 
 
@@ -147,12 +148,13 @@ def _coupling_vjp(s, cotangents, primals, outputs, needs):
 
 
 # F∘M, F_ij = 1/(w_j − w_i), refusing the pairs of tied eigenvalues it would use.
-coupling_p = _RULES.define(
+coupling_p = RULES.define(
     "eig_coupling",
     lambda w, r, m: (m,),
     _coupling_impl,
     _coupling_jvp,
     _coupling_vjp,
+    dense_only=True,
 )
 
 
@@ -175,7 +177,7 @@ def _gate_impl(w, r, t, check):
 
 # The average of an eigenvalue tangent over tied eigenvalues (the derivative of their symmetric
 # functions); self-adjoint, its transpose also refuses cotangents that are not symmetric.
-gate_p = _RULES.define(
+gate_p = RULES.define(
     "eig_cluster_gate",
     lambda w, r, t, check: (t,),
     _gate_impl,
@@ -183,6 +185,7 @@ gate_p = _RULES.define(
         None if tangents[2] is None else s.bind(gate_p, primals[0], primals[1], tangents[2], check=False)[0],),
     vjp=lambda s, cotangents, primals, outputs, needs, check: (
         None, None, s.bind(gate_p, primals[0], primals[1], cotangents[0], check=not check)[0]),
+    dense_only=True,
 )
 
 
@@ -222,13 +225,15 @@ def _cost(in_avals, out_avals, params) -> float:
     return 25.0 * in_avals[0].shape[0] ** 3  # Hessenberg reduction, QR iterations, vectors
 
 
-eig_p = _RULES.define("eig", _eig_abstract, _eig_impl, _eig_jvp, vjp_from_linear_jvp(_eig_jvp), cost=_cost)
+eig_p = RULES.define("eig", _eig_abstract, _eig_impl, _eig_jvp, vjp_from_linear_jvp(_eig_jvp), cost=_cost,
+                      dense_only=True)
 
-eigvals_p = _RULES.define(
+eigvals_p = RULES.define(
     "eigvals",
     lambda a: _eig_abstract(a)[:1],
     lambda a: _eig_impl(a)[:1],  # eig's kernel: the rules' eig orders the eigenvalues as this does
     _eigvals_jvp,
     vjp_from_linear_jvp(_eigvals_jvp),
     cost=_cost,
+    dense_only=True,
 )

@@ -21,9 +21,11 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgument, LinalgError, Unsupported
-from ..ops.elementwise import cj, lift_real
-from . import _RULES, _full, _hermitian_part, eigh_p, spectrum_scale
+from ..ops.elementwise import cj, full, full_like, lift_real
+from .common import RULES, hermitian_part
+from .eigh import eigh_p
 from .matrix_functions import apply_on_spectrum, square_abstract
+from .spectral import spectrum_scale
 
 
 def by_row(s, x):
@@ -38,7 +40,7 @@ def by_col(s, x):
 
 def _at_most(s, x, bound):
     """A constant mask, nonzero where x ≤ bound (real tensors of one shape)."""
-    return s.add(s.sign(s.sub(bound, x)), _full(s, x.shape, 1, x.dtype))
+    return s.add(s.sign(s.sub(bound, x)), full_like(s, x, 1))
 
 
 # --- f and its derivatives, elementwise ---------------------------------------------------------
@@ -70,12 +72,13 @@ def _value_rule(s, t, w, functions, order):
     return s.mul(t, _value(s, w, functions, order + 1))
 
 
-value_p = _RULES.define(
+value_p = RULES.define(
     "spectral_value",
     lambda w, functions, order: (w,),
     _value_impl,
     jvp=lambda s, tangents, primals, outputs, **params: (_value_rule(s, tangents[0], primals[0], **params),),
     vjp=lambda s, cotangents, primals, outputs, needs, **params: (_value_rule(s, cotangents[0], primals[0], **params),),
+    dense_only=True,
 )
 
 # --- F ----------------------------------------------------------------------------------------
@@ -96,7 +99,7 @@ def _differences(s, w, functions):
     offset = s.scale_real(delta, 0.5 * _GAUSS_NODE)
     outer = s.add(_value(s, s.sub(middle, offset), functions, 1), _value(s, s.add(middle, offset), functions, 1))
     gauss = s.add(s.scale_real(outer, 5.0 / 18.0), s.scale_real(_value(s, middle, functions, 1), 8.0 / 18.0))
-    quotient = s.div(s.sub(by_row(s, f), by_col(s, f)), s.where(close, _full(s, delta.shape, 1, w.dtype), delta))
+    quotient = s.div(s.sub(by_row(s, f), by_col(s, f)), s.where(close, full(s, delta.shape, w.dtype, 1), delta))
     return s.where(close, gauss, quotient)
 
 
@@ -109,21 +112,22 @@ def _daleckii_krein(s, x, e, functions):
         return s.zeros(x.shape, x.dtype)
     w, v = s.bind(eigh_p, x, derivative_eps=None)
     middle = s.mul(lift_real(s, _differences(s, w, functions), v), s.einsum([cj(s, v), e, v], "ai,ab,bj->ij"))
-    return _hermitian_part(s, s.einsum([v, middle, cj(s, v)], "ai,ij,bj->ab"))
+    return hermitian_part(s, s.einsum([v, middle, cj(s, v)], "ai,ij,bj->ab"))
 
 
 def _impl(x, functions):
     return apply_on_spectrum("eigh_function", "any", x, lambda w: _value_impl(w, functions, 0)[0])
 
 
-eigh_function_p = _RULES.define(
+eigh_function_p = RULES.define(
     "eigh_function",
     square_abstract("eigh_function"),
     _impl,
     jvp=lambda s, tangents, primals, outputs, functions: (_daleckii_krein(s, primals[0], tangents[0], functions),),
     vjp=lambda s, cotangents, primals, outputs, needs, functions: (
         _daleckii_krein(s, primals[0], cotangents[0], functions),),
-    cost=lambda in_avals, out_avals, params: 13.0 * in_avals[0].shape[0] ** 3,  # eigh and two products
+    cost=lambda in_avals, out_avals, params: 13.0 * in_avals[0].shape[0] ** 3,  # eigh and two products,
+    dense_only=True,
 )
 
 

@@ -19,23 +19,23 @@ from ..errors import DTypeMismatch, ShapeMismatch
 from ..ops.elementwise import cj
 from ..ops.structural import SliceConfig
 from ..tensor import Aval
-from . import _RULES, _check_finite, _square_abstract
+from .common import RULES, check_finite, check_square
 
 
 def _expm_abstract(a: Aval) -> tuple[Aval]:
-    _square_abstract("expm", a)
+    check_square("expm", a)
     return (a,)
 
 
 def _expm_impl(a):
     """scipy.linalg.expm (Padé approximation with scaling and squaring); inf or NaN input raises
     LinalgError."""
-    _check_finite("expm", a)
+    check_finite("expm", a)
     return (np.asarray(scipy.linalg.expm(a), dtype=a.dtype),)
 
 
 def _frechet_abstract(a: Aval, e: Aval) -> tuple[Aval]:
-    n = _square_abstract("expm_frechet", a)
+    n = check_square("expm_frechet", a)
     if e.shape != (n, n):
         raise ShapeMismatch("expm_frechet", f"a direction of the matrix's shape [{n}, {n}]", f"{list(e.shape)}")
     if e.dtype != a.dtype:
@@ -44,8 +44,8 @@ def _frechet_abstract(a: Aval, e: Aval) -> tuple[Aval]:
 
 
 def _frechet_impl(a, e):
-    _check_finite("expm_frechet", a)
-    _check_finite("expm_frechet", e, "a direction")
+    check_finite("expm_frechet", a)
+    check_finite("expm_frechet", e, "a direction")
     if a.shape[0] == 0:
         return (np.zeros_like(a),)
     return (np.asarray(scipy.linalg.expm_frechet(a, e, compute_expm=False, check_finite=False), dtype=a.dtype),)
@@ -101,20 +101,22 @@ def _frechet_vjp(s, cotangents, primals, outputs, needs):
     return (second_frechet_adjoint(s, a, e, lb) if needs[0] else None), eb
 
 
-expm_frechet_p = _RULES.define(
+expm_frechet_p = RULES.define(
     "expm_frechet",
     _frechet_abstract,
     _frechet_impl,
     _frechet_jvp,
     _frechet_vjp,
     cost=lambda in_avals, out_avals, params: 60.0 * in_avals[0].shape[0] ** 3,
+    dense_only=True,
 )
 
-expm_p = _RULES.define(
+expm_p = RULES.define(
     "expm",
     _expm_abstract,
     _expm_impl,
     jvp=lambda s, tangents, primals, outputs: (_frechet(s, primals[0], tangents[0]),),
     vjp=lambda s, cotangents, primals, outputs, needs: (_frechet(s, _adjoint(s, primals[0]), cotangents[0]),),
     cost=lambda in_avals, out_avals, params: 20.0 * in_avals[0].shape[0] ** 3,
+    dense_only=True,
 )

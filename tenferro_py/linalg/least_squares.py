@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import DTypeMismatch, InvalidArgument, LinalgError, ShapeMismatch
 from ..ops.elementwise import cj
 from ..tensor import Aval, Tensor, is_real_number
-from . import _RULES
+from .common import RULES
 
 
 def _refuse(op: str, expected: str, got: str):
@@ -28,12 +28,13 @@ def _refuse(op: str, expected: str, got: str):
 
 # Zeros of a given aval that depend on x, whose derivative with respect to x is refused: added to
 # a value computed from x's value alone, it makes asking for that derivative a clear error.
-refused_derivative_p = _RULES.define(
+refused_derivative_p = RULES.define(
     "refused_derivative",
     lambda x, shape, dtype, op, expected, got: (Aval(shape, dtype),),
     lambda x, shape, dtype, op, expected, got: (np.zeros(shape, dtype),),
     jvp=lambda s, tangents, primals, outputs, op, expected, got, **params: _refuse(op, expected, got)(),
     vjp=lambda s, cotangents, primals, outputs, needs, op, expected, got, **params: _refuse(op, expected, got)(),
+    dense_only=True,
 )
 
 

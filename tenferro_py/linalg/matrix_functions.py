@@ -27,7 +27,8 @@ import numpy as np
 from ..errors import LinalgError, ShapeMismatch
 from ..ops.elementwise import cj, minus
 from ..tensor import Aval
-from . import _RULES, _check_finite, _eigh_impl, _eps, _hermitian_part, _square_abstract
+from .common import RULES, check_finite, check_square, eps_of, hermitian_part
+from .eigh import eigh_p
 from .expm import second_frechet, second_frechet_adjoint
 
 # --- the forward: f on eigh's spectrum ------------------------------------------------------
@@ -50,10 +51,10 @@ def _admit(op: str, domain: str, w: np.ndarray) -> None:
 def apply_on_spectrum(op: str, domain: str, x: np.ndarray, f) -> tuple[np.ndarray]:
     """V f(w) Vᴴ from eigh of the Hermitian part (eigh's own kernel, so that the rules' eigh is
     bitwise this one), made Hermitian to the last bit."""
-    _check_finite(op, x)
+    check_finite(op, x)
     if x.shape[0] == 0:
         return (x.copy(),)
-    w, v = _eigh_impl(x, None)
+    w, v = eigh_p.impl(x, None)
     _admit(op, domain, w)
     y = (v * np.asarray(f(w), dtype=w.dtype)) @ v.conj().T
     return ((y + y.conj().T) * 0.5,)
@@ -63,7 +64,7 @@ def square_abstract(op: str):
     """The abstract rule of a function of square matrices named ``op``."""
 
     def abstract(x: Aval, **params) -> tuple[Aval]:
-        _square_abstract(op, x)
+        check_square(op, x)
         return (x,)
 
     return abstract
@@ -90,13 +91,13 @@ def _reciprocal_differences(g: str, y: np.ndarray, eps: float) -> np.ndarray:
 def _inverse_frechet_impl(y, c, g, eps):
     if y.shape[0] == 0:
         return (c.copy(),)
-    w, v = _eigh_impl(y, None)
+    w, v = eigh_p.impl(y, None)
     middle = (v.conj().T @ c @ v) * _reciprocal_differences(g, w, eps)
     return ((v @ middle @ v.conj().T).astype(c.dtype, copy=False),)
 
 
 def _inverse_frechet_abstract(y: Aval, c: Aval, g, eps) -> tuple[Aval]:
-    n = _square_abstract("inverse_frechet", y)
+    n = check_square("inverse_frechet", y)
     if c.shape != (n, n) or c.dtype != y.dtype:
         raise ShapeMismatch("inverse_frechet", f"a right-hand side of shape [{n}, {n}] and dtype {y.dtype}",
                             f"{list(c.shape)} of {c.dtype}")
@@ -105,28 +106,28 @@ def _inverse_frechet_abstract(y: Aval, c: Aval, g, eps) -> tuple[Aval]:
 
 def solve_frechet(s, y, c, g):
     """Z with L_g(Y, Z) = C (Y's Hermitian part is read; g "square" or "exp")."""
-    return s.bind(inverse_frechet_p, y, c, g=g, eps=_eps(s, None))[0]
+    return s.bind(inverse_frechet_p, y, c, g=g, eps=eps_of(s, None))[0]
 
 
 def _second(s, y, z, d, g):
     """L²_g(Y; Z, D), the derivative of L_g(Y, Z) in Y along D."""
     if g == "square":
         return s.add(s.einsum([d, z], "ab,bc->ac"), s.einsum([z, d], "ab,bc->ac"))
-    return second_frechet(s, _hermitian_part(s, y), z, d)
+    return second_frechet(s, hermitian_part(s, y), z, d)
 
 
 def _second_adjoint(s, y, z, lam, g):
     """The adjoint of D ↦ L²_g(Y; Z, D) at Λ."""
     if g == "square":
         return s.add(s.einsum([lam, cj(s, z)], "ab,cb->ac"), s.einsum([cj(s, z), lam], "ba,bc->ac"))
-    return second_frechet_adjoint(s, _hermitian_part(s, y), z, lam)
+    return second_frechet_adjoint(s, hermitian_part(s, y), z, lam)
 
 
 def _inverse_frechet_jvp(s, tangents, primals, outputs, g, eps):
     """dZ = solve(dC − L²_g(Y; Z, herm dY)), from L_g(Y, Z) = C."""
     (dy, dc), (y, _), (z,) = tangents, primals, outputs
     if dy is not None:
-        dc = minus(s, dc, _second(s, y, z, _hermitian_part(s, dy), g))
+        dc = minus(s, dc, _second(s, y, z, hermitian_part(s, dy), g))
     return (s.bind(inverse_frechet_p, y, dc, g=g, eps=eps)[0],)
 
 
@@ -134,17 +135,18 @@ def _inverse_frechet_vjp(s, cotangents, primals, outputs, needs, g, eps):
     """Λ = solve(Z̄) (the solve is self-adjoint): C̄ = Λ, Ȳ = −herm(L²_g(Y; Z, ·)*(Λ))."""
     (zb,), (y, _), (z,) = cotangents, primals, outputs
     lam = s.bind(inverse_frechet_p, y, zb, g=g, eps=eps)[0]
-    yb = s.neg(_hermitian_part(s, _second_adjoint(s, y, z, lam, g))) if needs[0] else None
+    yb = s.neg(hermitian_part(s, _second_adjoint(s, y, z, lam, g))) if needs[0] else None
     return yb, lam
 
 
-inverse_frechet_p = _RULES.define(
+inverse_frechet_p = RULES.define(
     "inverse_frechet",
     _inverse_frechet_abstract,
     _inverse_frechet_impl,
     _inverse_frechet_jvp,
     _inverse_frechet_vjp,
-    cost=lambda in_avals, out_avals, params: 13.0 * in_avals[0].shape[0] ** 3,  # eigh and four products
+    cost=lambda in_avals, out_avals, params: 13.0 * in_avals[0].shape[0] ** 3,  # eigh and four products,
+    dense_only=True,
 )
 
 
@@ -154,9 +156,9 @@ inverse_frechet_p = _RULES.define(
 def _self_adjoint(rule):
     """The JVP and the VJP of a function of Hermitian matrices whose derivative E ↦ rule(s, Y, herm E)
     is self-adjoint: both are that map."""
-    return dict(jvp=lambda s, tangents, primals, outputs: (rule(s, outputs[0], _hermitian_part(s, tangents[0])),),
+    return dict(jvp=lambda s, tangents, primals, outputs: (rule(s, outputs[0], hermitian_part(s, tangents[0])),),
                 vjp=lambda s, cotangents, primals, outputs, needs: (
-                    rule(s, outputs[0], _hermitian_part(s, cotangents[0])),))
+                    rule(s, outputs[0], hermitian_part(s, cotangents[0])),))
 
 
 def _inv_sqrt_rule(s, z, e):
@@ -169,17 +171,17 @@ def _cost(in_avals, out_avals, params) -> float:
     return 11.0 * in_avals[0].shape[0] ** 3  # eigh and a product
 
 
-sqrtm_p = _RULES.define(
+sqrtm_p = RULES.define(
     "sqrtm", square_abstract("sqrtm"),
     lambda x: apply_on_spectrum("sqrtm", "semidefinite", x, lambda w: np.sqrt(np.maximum(w, 0))),
-    **_self_adjoint(lambda s, y, e: solve_frechet(s, y, e, "square")), cost=_cost)
+    **_self_adjoint(lambda s, y, e: solve_frechet(s, y, e, "square")), cost=_cost, dense_only=True)
 
-inv_sqrtm_p = _RULES.define(
+inv_sqrtm_p = RULES.define(
     "inv_sqrtm", square_abstract("inv_sqrtm"),
     lambda x: apply_on_spectrum("inv_sqrtm", "definite", x, lambda w: 1 / np.sqrt(w)),
-    **_self_adjoint(_inv_sqrt_rule), cost=_cost)
+    **_self_adjoint(_inv_sqrt_rule), cost=_cost, dense_only=True)
 
-logm_p = _RULES.define(
+logm_p = RULES.define(
     "logm", square_abstract("logm"),
     lambda x: apply_on_spectrum("logm", "definite", x, np.log),
-    **_self_adjoint(lambda s, y, e: solve_frechet(s, y, e, "exp")), cost=_cost)
+    **_self_adjoint(lambda s, y, e: solve_frechet(s, y, e, "exp")), cost=_cost, dense_only=True)

@@ -20,9 +20,11 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgument, ShapeMismatch
-from ..ops.elementwise import cj, lift_real, real_dtype
+from ..ops.elementwise import cj, full_like, real_dtype
 from ..tensor import Aval, is_real_number
-from . import _RULES, _check_finite, _full, _svd_impl
+from .common import RULES, check_finite
+from .spectral import times
+from .svd import svd_p
 
 
 def pinv_rtol(x, rtol: object) -> float:
@@ -46,11 +48,11 @@ def _pinv_abstract(a: Aval, rtol) -> tuple[Aval]:
 def _pinv_impl(a, rtol):
     """V diag(1/s) Uᴴ over the singular values s > rtol·s₁ (NumPy's pinv). Input with inf or NaN
     raises LinalgError."""
-    _check_finite("pinv", a)
+    check_finite("pinv", a)
     m, n = a.shape
     if m == 0 or n == 0:
         return (np.zeros((n, m), a.dtype),)
-    u, sv, vt = _svd_impl(a, None)
+    u, sv, vt = svd_p.impl(a, None)
     kept = sv > rtol * sv[0]
     inverse = np.zeros_like(sv)
     inverse[kept] = 1 / sv[kept]
@@ -77,25 +79,21 @@ def _binary_scale_impl(a):
 
 # The power of two nearest above max |a|, a constant for AD: the rules' A and A⁺ are taken at
 # that scale, so their products neither overflow nor underflow where the result does not.
-binary_scale_p = _RULES.define(
+binary_scale_p = RULES.define(
     "binary_scale",
     lambda a: (Aval((), real_dtype(a.dtype)),),
     _binary_scale_impl,
     jvp=lambda s, tangents, primals, outputs: (None,),
     vjp=lambda s, cotangents, primals, outputs, needs: (None,),
+    dense_only=True,
 )
-
-
-def _times(s, x, c):
-    """x times the real scalar c."""
-    return s.mul(x, lift_real(s, s.broadcast_in_dim(c, x.shape, ()), x))
 
 
 def _at_unit_scale(s, a, p):
     """(A/c, c A⁺, 1/c) for c = binary_scale(A): every term of the rules is of degree −2 in the scale."""
     c = s.bind(binary_scale_p, a)[0]
-    inverse = s.div(_full(s, (), 1, c.dtype), c)
-    return _times(s, a, inverse), _times(s, p, c), inverse
+    inverse = s.div(full_like(s, c, 1), c)
+    return times(s, a, inverse), times(s, p, c), inverse
 
 
 def _pinv_jvp(s, tangents, primals, outputs, rtol):
@@ -107,7 +105,7 @@ def _pinv_jvp(s, tangents, primals, outputs, rtol):
     right = product(s, da_h, p_h, p)  # dAᴴ Pᴴ P
     out = s.sub(s.add(left, right), product(s, p, da, p))
     out = s.sub(out, s.add(product(s, left, a, p), product(s, p, a, right)))
-    return (_times(s, _times(s, out, inverse), inverse),)
+    return (times(s, times(s, out, inverse), inverse),)
 
 
 def _pinv_vjp(s, cotangents, primals, outputs, needs, rtol):
@@ -119,14 +117,15 @@ def _pinv_vjp(s, cotangents, primals, outputs, needs, rtol):
     right = product(s, p_h, p, pb_h)  # Pᴴ P P̄ᴴ
     out = s.sub(s.add(left, right), product(s, p_h, pb, p_h))
     out = s.sub(out, s.add(product(s, a, p, left), product(s, right, p, a)))
-    return (_times(s, _times(s, out, inverse), inverse),)
+    return (times(s, times(s, out, inverse), inverse),)
 
 
-pinv_p = _RULES.define(
+pinv_p = RULES.define(
     "pinv",
     _pinv_abstract,
     _pinv_impl,
     _pinv_jvp,
     _pinv_vjp,
     cost=lambda in_avals, out_avals, params: 12.0 * math.prod(in_avals[0].shape) * min(in_avals[0].shape),
+    dense_only=True,
 )

@@ -60,8 +60,7 @@ def unary(name: str, impl, deriv, structured=None):
     def vjp(s, cotangents, primals, outputs, needs, **params):
         return (cj(s, deriv(s, cj(s, cotangents[0]), primals[0], outputs[0], **params)),)
 
-    return RULES.define(name, same_aval, lambda x, **params: (impl(x, **params),), jvp, vjp, structured=structured,
-                        structured_rules=True)
+    return RULES.define(name, same_aval, lambda x, **params: (impl(x, **params),), jvp, vjp, structured=structured)
 
 
 # --- structured forms ---------------------------------------------------------------
@@ -139,7 +138,6 @@ add = RULES.define(
     jvp=lambda s, t, p, o: (s.accumulate(t[0], t[1]),),
     vjp=lambda s, c, p, o, needs: (c[0], c[0]),
     structured=_sum_structured(lambda s, a, b: s.add(a, b)),
-    structured_rules=True,
 )
 
 sub = RULES.define(
@@ -149,7 +147,6 @@ sub = RULES.define(
     jvp=lambda s, t, p, o: (minus(s, t[0], t[1]),),
     vjp=lambda s, c, p, o, needs: (c[0], s.neg(c[0]) if needs[1] else None),
     structured=_sum_structured(lambda s, a, b: s.sub(a, b)),
-    structured_rules=True,
 )
 
 
@@ -164,7 +161,7 @@ def _mul_vjp(s, cotangents, primals, outputs, needs):
 
 
 mul = RULES.define("mul", matching_avals("mul"), lambda a, b: (np.multiply(a, b),), _mul_jvp, _mul_vjp,
-                   structured=_scaled_structured(lambda s, a, b: s.mul(a, b), commutes=True), structured_rules=True)
+                   structured=_scaled_structured(lambda s, a, b: s.mul(a, b), commutes=True))
 
 
 def _div_jvp(s, tangents, primals, outputs):
@@ -180,7 +177,7 @@ def _div_vjp(s, cotangents, primals, outputs, needs):
 
 
 div = RULES.define("div", matching_avals("div"), lambda a, b: (np.divide(a, b),), _div_jvp, _div_vjp,
-                   structured=_scaled_structured(lambda s, a, b: s.div(a, b), commutes=False), structured_rules=True)
+                   structured=_scaled_structured(lambda s, a, b: s.div(a, b), commutes=False))
 
 
 # --- unary ----------------------------------------------------------------
@@ -204,8 +201,8 @@ def one_minus(s, x):
     return s.sub(full_like(s, x, 1), x)
 
 
-neg = unary("neg", np.negative, lambda s, t, x, y: s.neg(t),
-            structured=on_blocks(lambda s, x: s.neg(x), lambda s, x: Product(s.neg(x.left), x.right)))
+neg = RULES.define_linear("neg", same_aval, lambda x: (np.negative(x),), lambda s, c, p, needs: (s.neg(c[0]),),
+                          structured=on_blocks(lambda s, x: s.neg(x), lambda s, x: Product(s.neg(x.left), x.right)))
 exp = unary("exp", np.exp, lambda s, t, x, y: s.mul(t, y))
 log = unary("log", np.log, lambda s, t, x, y: s.div(t, x))
 sqrt = unary("sqrt", np.sqrt, lambda s, t, x, y: s.scale_real(s.div(t, y), 0.5))
@@ -252,7 +249,6 @@ zero_mask = RULES.define(
     lambda x: (np.equal(x, 0).astype(real_dtype(x.dtype)),),
     jvp=lambda s, t, p, o: (None,),
     vjp=lambda s, c, p, o, needs: (None,),
-    structured_rules=True,
 )
 
 
@@ -277,8 +273,7 @@ def _pow_vjp(s, cotangents, primals, outputs, needs):
     return (s.mul(ct, cj(s, by_x)) if needs[0] else None, s.mul(ct, cj(s, by_y)) if needs[1] else None)
 
 
-pow_ = RULES.define("pow", matching_avals("pow"), lambda x, y: (np.power(x, y),), _pow_jvp, _pow_vjp,
-                    structured_rules=True)
+pow_ = RULES.define("pow", matching_avals("pow"), lambda x, y: (np.power(x, y),), _pow_jvp, _pow_vjp)
 
 
 # --- maximum, minimum, where ---------------------------------------------------
@@ -306,7 +301,6 @@ max_share = RULES.define(
     lambda a, b: ((np.greater(a, b) + 0.5 * np.equal(a, b)).astype(a.dtype),),
     jvp=lambda s, t, p, o: (None,),
     vjp=lambda s, c, p, o, needs: (None, None),
-    structured_rules=True,
 )
 
 
@@ -337,9 +331,9 @@ def _min_shares(s, a, b):
 
 
 maximum = RULES.define("maximum", _real_operands("maximum"), lambda a, b: (np.maximum(a, b),),
-                       _extremum_jvp(_max_shares), _extremum_vjp(_max_shares), structured_rules=True)
+                       _extremum_jvp(_max_shares), _extremum_vjp(_max_shares))
 minimum = RULES.define("minimum", _real_operands("minimum"), lambda a, b: (np.minimum(a, b),),
-                       _extremum_jvp(_min_shares), _extremum_vjp(_min_shares), structured_rules=True)
+                       _extremum_jvp(_min_shares), _extremum_vjp(_min_shares))
 
 
 def _select_abstract(cond: Aval, x: Aval, y: Aval) -> tuple[Aval]:
@@ -364,8 +358,7 @@ def _select_vjp(s, cotangents, primals, outputs, needs):
 
 
 # where(cond, x, y): x where cond is nonzero, else y. The condition is a constant for AD.
-select = RULES.define("where", _select_abstract, lambda c, x, y: (np.where(c != 0, x, y),), _select_jvp, _select_vjp,
-                      structured_rules=True)
+select = RULES.define("where", _select_abstract, lambda c, x, y: (np.where(c != 0, x, y),), _select_jvp, _select_vjp)
 
 
 def check_real_scalar(op: str, alpha: object) -> float:
@@ -375,15 +368,13 @@ def check_real_scalar(op: str, alpha: object) -> float:
     return float(alpha)
 
 
-scale_real = RULES.define(
+scale_real = RULES.define_linear(
     "scale_real",
     lambda x, alpha: (x,),
     lambda x, alpha: (np.multiply(x, x.dtype.type(alpha)),),
-    jvp=lambda s, t, p, o, alpha: (s.scale_real(t[0], alpha),),
-    vjp=lambda s, c, p, o, needs, alpha: (s.scale_real(c[0], alpha),),
+    transpose=lambda s, c, p, needs, alpha: (s.scale_real(c[0], alpha),),
     structured=on_blocks(lambda s, x, alpha: s.scale_real(x, alpha),
                          lambda s, x, alpha: Product(s.scale_real(x.left, alpha), x.right)),
-    structured_rules=True,
 )
 
 
@@ -406,14 +397,12 @@ def _zeros_like(s, x):
     return s.zeros(x.shape, x.dtype)
 
 
-conj = RULES.define(
+conj = RULES.define_linear(
     "conj",
     same_aval,
     lambda x: (np.conj(x),),
-    jvp=lambda s, t, p, o: (s.conj(t[0]),),
-    vjp=lambda s, c, p, o, needs: (s.conj(c[0]),),
+    transpose=lambda s, c, p, needs: (s.conj(c[0]),),
     structured=on_blocks(lambda s, x: s.conj(x), lambda s, x: Product(s.conj(x.left), s.conj(x.right))),
-    structured_rules=True,
 )
 
 
@@ -422,14 +411,12 @@ def lift_real(s, re, like):
     return s.complex(re, _zeros_like(s, re)) if like.dtype.kind == "c" else re
 
 
-real = RULES.define(
+real = RULES.define_linear(
     "real",
     _real_part_aval,
     lambda x: (np.real(x).copy(),),
-    jvp=lambda s, t, p, o: (s.real(t[0]),),
-    vjp=lambda s, c, p, o, needs: (lift_real(s, c[0], p[0]),),
+    transpose=lambda s, c, p, needs: (lift_real(s, c[0], p[0]),),
     structured=on_blocks(lambda s, x: s.real(x)),
-    structured_rules=True,
 )
 
 
@@ -438,21 +425,19 @@ def times_i(s, x):
     return s.complex(_zeros_like(s, x), x)
 
 
-def _imag_vjp(s, cotangents, primals, outputs, needs):
+def _imag_transpose(s, cotangents, primals, needs):
     (ct,), (x,) = cotangents, primals
     if x.dtype.kind != "c":
         return (None,)
     return (times_i(s, ct),)
 
 
-imag = RULES.define(
+imag = RULES.define_linear(
     "imag",
     _real_part_aval,
     lambda x: (np.imag(x).copy(),),
-    jvp=lambda s, t, p, o: (s.imag(t[0]),),
-    vjp=_imag_vjp,
+    transpose=_imag_transpose,
     structured=on_blocks(lambda s, x: s.imag(x)),
-    structured_rules=True,
 )
 
 
@@ -469,18 +454,11 @@ def _make_complex(re: np.ndarray, im: np.ndarray) -> np.ndarray:
     return out
 
 
-def _complex_jvp(s, tangents, primals, outputs):
-    dre, dim = (t if t is not None else _zeros_like(s, p) for t, p in zip(tangents, primals))
-    return (s.complex(dre, dim),)
-
-
-complex_ = RULES.define(
+complex_ = RULES.define_linear(
     "complex",
     _complex_abstract,
     lambda re, im: (_make_complex(re, im),),
-    jvp=_complex_jvp,
-    vjp=lambda s, c, p, o, needs: (s.real(c[0]) if needs[0] else None, s.imag(c[0]) if needs[1] else None),
-    structured_rules=True,
+    transpose=lambda s, c, p, needs: (s.real(c[0]) if needs[0] else None, s.imag(c[0]) if needs[1] else None),
 )
 
 # sign(x) = x/|x| (0 at 0): a constant for AD, as tenferro's contract says.
@@ -490,7 +468,6 @@ sign = RULES.define(
     lambda x: (np.sign(x) if x.dtype.kind != "c" else np.where(x == 0, 0, x / np.where(x == 0, 1, np.abs(x))),),
     jvp=lambda s, t, p, o: (None,),
     vjp=lambda s, c, p, o, needs: (None,),
-    structured_rules=True,
 )
 
 
@@ -516,7 +493,7 @@ def _abs_vjp(s, cotangents, primals, outputs, needs):
     return (s.mul(x, lift_real(s, s.div(ct, _nonzero(s, y)), x)),)
 
 
-abs_ = RULES.define("abs", _real_part_aval, lambda x: (np.abs(x),), _abs_jvp, _abs_vjp, structured_rules=True)
+abs_ = RULES.define("abs", _real_part_aval, lambda x: (np.abs(x),), _abs_jvp, _abs_vjp)
 
 
 # --- dtype conversion -------------------------------------------------------------
@@ -531,20 +508,18 @@ def _convert_abstract(x: Aval, dtype) -> tuple[Aval]:
     return (Aval(x.shape, np.dtype(dtype)),)
 
 
-def _convert_vjp(s, cotangents, primals, outputs, needs, dtype):
+def _convert_transpose(s, cotangents, primals, needs, dtype):
     (ct,), (x,) = cotangents, primals
     if ct.dtype.kind == "c" and x.dtype.kind != "c":
         ct = s.real(ct)
     return (s.convert(ct, x.dtype),)
 
 
-convert = RULES.define(
+convert = RULES.define_linear(
     "convert",
     _convert_abstract,
     lambda x, dtype: (x.astype(dtype),),
-    jvp=lambda s, t, p, o, dtype: (s.convert(t[0], dtype),),
-    vjp=_convert_vjp,
-    structured_rules=True,
+    transpose=_convert_transpose,
 )
 
 
@@ -575,7 +550,7 @@ def real_only(op: str):
 def _constant_for_ad(name: str, impl):
     """A real elementwise op that is piecewise constant: its derivative is zero (None) everywhere."""
     return RULES.define(name, real_only(name), lambda x: (impl(x),), jvp=lambda s, t, p, o: (None,),
-                        vjp=lambda s, c, p, o, needs: (None,), structured_rules=True)
+                        vjp=lambda s, c, p, o, needs: (None,))
 
 
 floor = _constant_for_ad("floor", np.floor)
@@ -608,8 +583,7 @@ def _angle_vjp(s, cotangents, primals, outputs, needs):
 
 # The argument of a complex number, real (0 or π for a real x, whose derivative is zero); at z = 0
 # NumPy's angle is 0 and its derivative is taken as 0, as abs's is.
-angle = RULES.define("angle", _real_part_aval, lambda x: (np.angle(x),), _angle_jvp, _angle_vjp,
-                     structured_rules=True)
+angle = RULES.define("angle", _real_part_aval, lambda x: (np.angle(x),), _angle_jvp, _angle_vjp)
 
 
 # 1 where a and b are infinities of one sign (their difference is NaN), else 0: a constant for AD.
@@ -619,7 +593,6 @@ same_infinity = RULES.define(
     lambda a, b: ((np.isinf(a) & (a == b)).astype(a.dtype),),
     jvp=lambda s, t, p, o: (None,),
     vjp=lambda s, c, p, o, needs: (None, None),
-    structured_rules=True,
 )
 
 
@@ -646,4 +619,4 @@ def _logaddexp_vjp(s, cotangents, primals, outputs, needs):
 
 # log(exp(a) + exp(b)) by NumPy's kernel (max + log1p(exp(−|a − b|)): no overflow, exact at infinities).
 logaddexp = RULES.define("logaddexp", _real_operands("logaddexp"), lambda a, b: (np.logaddexp(a, b),),
-                         _logaddexp_jvp, _logaddexp_vjp, structured_rules=True)
+                         _logaddexp_jvp, _logaddexp_vjp)

@@ -62,7 +62,6 @@ def _extremum(name: str, chooser):
         _tie_shares(chooser),
         jvp=lambda s, t, p, o, axes: (None,),
         vjp=lambda s, c, p, o, needs, axes: (None,),
-        structured_rules=True,
     )
 
     def jvp(s, tangents, primals, outputs, axes):
@@ -75,7 +74,7 @@ def _extremum(name: str, chooser):
         return (s.mul(spread, s.bind(shares, x, axes=axes)[0]),)
 
     return RULES.define(name, _reduced_aval(name, real_only=True),
-                        lambda x, axes: (np.asarray(chooser(x, axis=axes)),), jvp, vjp, structured_rules=True)
+                        lambda x, axes: (np.asarray(chooser(x, axis=axes)),), jvp, vjp)
 
 
 reduce_max = _extremum("reduce_max", np.max)
@@ -143,5 +142,4 @@ reduce_prod = RULES.define(
     lambda x, axes: (np.asarray(np.prod(x, axis=axes)),),
     _prod_jvp,
     _prod_vjp,
-    structured_rules=True,
 )

@@ -1,8 +1,9 @@
 """Shape ops: broadcast_in_dim, reduce_sum, transpose, reshape, slice, pad, concatenate.
 
-All are linear, so each JVP applies the op itself to the tangent and each VJP is its
-transpose: broadcast and reduce_sum transpose each other, as do slice and pad, and
-concatenate's transpose slices its pieces back. Reshape is column-major throughout.
+All are linear (``RuleSet.define_linear``): each declares its transpose, its JVP being the op
+itself on the tangents. broadcast and reduce_sum transpose each other, as do slice and pad,
+take and scatter_add; concatenate's transpose slices its pieces back. Reshape is column-major
+throughout.
 
 Each keeps structured values where the structure survives it (see
 :mod:`tenferro_py.structure`): a block inside zeros stays one under transpose, slice,
@@ -53,11 +54,6 @@ def check_indices(op: str, indices: object) -> tuple[int, ...]:
     return tuple(int(i) for i in out)
 
 
-def linear(op):
-    """The JVP rule of a linear op: the op applied to the tangent."""
-    return lambda s, tangents, primals, outputs, **params: (op(s, tangents[0], **params),)
-
-
 # --- broadcast_in_dim / reduce_sum ---------------------------------------
 
 
@@ -81,7 +77,7 @@ def _broadcast_impl(x, shape, dims):
     return (np.broadcast_to(x.reshape(placed), shape),)
 
 
-def _broadcast_vjp(s, cotangents, primals, outputs, needs, shape, dims):
+def _broadcast_transpose(s, cotangents, primals, needs, shape, dims):
     (ct,), (x,) = cotangents, primals
     kept = {d: x.shape[i] for i, d in enumerate(dims)}
     summed = [a for a in range(len(shape)) if a not in kept or kept[a] != shape[a]]  # new axes, and size 1 → n
@@ -93,13 +89,11 @@ def _broadcast_vjp(s, cotangents, primals, outputs, needs, shape, dims):
     return (g,)
 
 
-broadcast_in_dim = RULES.define(
+broadcast_in_dim = RULES.define_linear(
     "broadcast_in_dim",
     _broadcast_abstract,
     _broadcast_impl,
-    jvp=linear(lambda s, t, shape, dims: s.broadcast_in_dim(t, shape, dims)),
-    vjp=_broadcast_vjp,
-    structured_rules=True,
+    transpose=_broadcast_transpose,
 )
 
 
@@ -107,7 +101,7 @@ def _reduce_abstract(x: Aval, axes) -> tuple[Aval]:
     return (Aval(tuple(n for a, n in enumerate(x.shape) if a not in axes), x.dtype),)
 
 
-def _reduce_vjp(s, cotangents, primals, outputs, needs, axes):
+def _reduce_transpose(s, cotangents, primals, needs, axes):
     (ct,), (x,) = cotangents, primals
     kept = [a for a in range(x.ndim) if a not in axes]
     return (s.broadcast_in_dim(ct, x.shape, kept),)
@@ -122,14 +116,12 @@ def _reduce_structured(s, x, axes):
     return (embedded(s.reduce_sum(x.block, axes), tuple(x.shape[a] for a in kept), tuple(box[a] for a in kept)),)
 
 
-reduce_sum = RULES.define(
+reduce_sum = RULES.define_linear(
     "reduce_sum",
     _reduce_abstract,
     lambda x, axes: (np.asarray(np.sum(x, axis=axes)),),
-    jvp=linear(lambda s, t, axes: s.reduce_sum(t, axes)),
-    vjp=_reduce_vjp,
+    transpose=_reduce_transpose,
     structured=_reduce_structured,
-    structured_rules=True,
 )
 
 
@@ -149,14 +141,12 @@ def _transpose_structured(s, x, perm):
     return NotImplemented
 
 
-transpose = RULES.define(
+transpose = RULES.define_linear(
     "transpose",
     lambda x, perm: (Aval(tuple(x.shape[p] for p in perm), x.dtype),),
     lambda x, perm: (np.transpose(x, perm),),
-    jvp=linear(lambda s, t, perm: s.transpose(t, perm)),
-    vjp=lambda s, c, p, o, needs, perm: (s.transpose(c[0], list(np.argsort(perm))),),
+    transpose=lambda s, c, p, needs, perm: (s.transpose(c[0], list(np.argsort(perm))),),
     structured=_transpose_structured,
-    structured_rules=True,
 )
 
 
@@ -225,14 +215,12 @@ def _reshape_structured(s, x, shape, order):
 
 
 # order "F": column-major, tenferro's (the default); "C": row-major, NumPy's.
-reshape = RULES.define(
+reshape = RULES.define_linear(
     "reshape",
     _reshape_abstract,
     lambda x, shape, order: (np.reshape(x, shape, order=order),),
-    jvp=linear(lambda s, t, shape, order: s.reshape(t, shape, order)),
-    vjp=lambda s, c, p, o, needs, shape, order: (s.reshape(c[0], p[0].shape, order),),
+    transpose=lambda s, c, p, needs, shape, order: (s.reshape(c[0], p[0].shape, order),),
     structured=_reshape_structured,
-    structured_rules=True,
 )
 
 
@@ -304,7 +292,7 @@ def _slice_structured(s, x, starts, limits, strides):
     return (embedded(block, out_shape, tuple((lo - w, hi - w) for (lo, hi), (w, _) in zip(common, window))),)
 
 
-def _slice_vjp(s, cotangents, primals, outputs, needs, starts, limits, strides):
+def _slice_transpose(s, cotangents, primals, needs, starts, limits, strides):
     """The cotangent placed back where the slice took it from: a block inside zeros."""
     (ct,) = cotangents
     if type(ct) is Embedded and ct.contiguous and all(sd == 1 for sd in strides):
@@ -312,14 +300,12 @@ def _slice_vjp(s, cotangents, primals, outputs, needs, starts, limits, strides):
     return (Embedded(dense(s, ct), primals[0].shape, starts, strides),)
 
 
-slice_ = RULES.define(
+slice_ = RULES.define_linear(
     "slice",
     _slice_abstract,
     lambda x, starts, limits, strides: (x[tuple(map(slice, starts, limits, strides))],),
-    jvp=linear(lambda s, t, starts, limits, strides: s.slice(t, SliceConfig(starts, limits, strides))),
-    vjp=_slice_vjp,
+    transpose=_slice_transpose,
     structured=_slice_structured,
-    structured_rules=True,
 )
 
 
@@ -345,15 +331,13 @@ def _pad_impl(x, shape, starts, strides):
     return (out,)
 
 
-pad = RULES.define(
+pad = RULES.define_linear(
     "pad",
     _pad_abstract,
     _pad_impl,
-    jvp=linear(lambda s, t, shape, starts, strides: s.pad(t, shape, starts, strides)),
-    vjp=lambda s, c, p, o, needs, shape, starts, strides: (
+    transpose=lambda s, c, p, needs, shape, starts, strides: (
         s.slice(c[0], SliceConfig(starts, pad_limits(p[0].shape, starts, strides), strides)),
     ),
-    structured_rules=True,
 )
 
 
@@ -370,11 +354,7 @@ def _concatenate_abstract(*xs: Aval, axis) -> tuple[Aval]:
     return (Aval(tuple(shape), first.dtype),)
 
 
-def _concatenate_jvp(s, tangents, primals, outputs, axis):
-    return (s.concatenate([t if t is not None else s.zeros(p.shape, p.dtype) for t, p in zip(tangents, primals)], axis),)
-
-
-def _concatenate_vjp(s, cotangents, primals, outputs, needs, axis):
+def _concatenate_transpose(s, cotangents, primals, needs, axis):
     (ct,) = cotangents
     pieces, start = [], 0
     for p, need in zip(primals, needs):
@@ -390,13 +370,11 @@ def _concatenate_vjp(s, cotangents, primals, outputs, needs, axis):
     return tuple(pieces)
 
 
-concatenate = RULES.define(
+concatenate = RULES.define_linear(
     "concatenate",
     _concatenate_abstract,
     lambda *xs, axis: (np.concatenate(xs, axis=axis),),
-    jvp=_concatenate_jvp,
-    vjp=_concatenate_vjp,
-    structured_rules=True,
+    transpose=_concatenate_transpose,
 )
 
 
@@ -404,13 +382,11 @@ concatenate = RULES.define(
 # rev flips axes (a step of −1); take gathers entries along an axis by index, and its transpose
 # scatter_add sums entries into their indices (repeated indices add up).
 
-rev = RULES.define(
+rev = RULES.define_linear(
     "rev",
     lambda x, axes: (x,),
     lambda x, axes: (np.flip(x, axes),),
-    jvp=linear(lambda s, t, axes: s.rev(t, axes)),
-    vjp=lambda s, c, p, o, needs, axes: (s.rev(c[0], axes),),
-    structured_rules=True,
+    transpose=lambda s, c, p, needs, axes: (s.rev(c[0], axes),),
 )
 
 
@@ -424,13 +400,11 @@ def _take_abstract(x: Aval, indices, axis) -> tuple[Aval]:
     return (Aval(tuple(shape), x.dtype),)
 
 
-take = RULES.define(
+take = RULES.define_linear(
     "take",
     _take_abstract,
     lambda x, indices, axis: (np.take(x, indices, axis=axis),),
-    jvp=linear(lambda s, t, indices, axis: s.take(t, indices, axis)),
-    vjp=lambda s, c, p, o, needs, indices, axis: (s.scatter_add(c[0], indices, axis, p[0].shape[axis]),),
-    structured_rules=True,
+    transpose=lambda s, c, p, needs, indices, axis: (s.scatter_add(c[0], indices, axis, p[0].shape[axis]),),
 )
 
 
@@ -454,11 +428,9 @@ def _scatter_impl(y, indices, axis, size):
     return (out,)
 
 
-scatter_add = RULES.define(
+scatter_add = RULES.define_linear(
     "scatter_add",
     _scatter_abstract,
     _scatter_impl,
-    jvp=linear(lambda s, t, indices, axis, size: s.scatter_add(t, indices, axis, size)),
-    vjp=lambda s, c, p, o, needs, indices, axis, size: (s.take(c[0], indices, axis),),
-    structured_rules=True,
+    transpose=lambda s, c, p, needs, indices, axis, size: (s.take(c[0], indices, axis),),
 )

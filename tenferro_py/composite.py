@@ -1,0 +1,90 @@
+"""Composite primitives: a primitive defined by one function of session ops, its reference.
+
+Its kernel runs the reference on arrays in a kernel session (one kernel: no tape, no per-op
+dispatch); its JVP and VJP differentiate the same reference in the eager session they are
+given. One formula is the fast first-order path and, differentiated, every higher order.
+
+The sessions that run a reference on arrays (:class:`~tenferro_py.opset.KernelSession` and its
+tangent-carrying kind) need every op, linalg's included, so they live above the op families,
+in :mod:`tenferro_py.opset`, while the composites are defined below it (the SVD's rules are
+composites). opset hands them to this module once, at its import, by
+:func:`use_kernel_sessions`: the one place where a lower layer is given something by a higher
+one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .errors import Unsupported
+from .rules import Primitive
+from .structure import dense, flatten, unflatten
+
+#: (the kernel session, the tangent kernel session's class), once opset has handed them over.
+_kernel_sessions: tuple[Any, Callable[[Any], Any]] | None = None
+
+
+def use_kernel_sessions(kernel_session: Any, tangent_session_type: Callable[[Any], Any]) -> None:
+    """Give composites the sessions that run references on arrays: ``kernel_session`` (a
+    KernelSession) and ``tangent_session_type`` (TangentKernelSession, made from a rule set).
+    Called once, by :mod:`tenferro_py.opset` at its import (see this module's docstring)."""
+    global _kernel_sessions
+    _kernel_sessions = (kernel_session, tangent_session_type)
+
+
+def _sessions() -> tuple[Any, Callable[[Any], Any]]:
+    if _kernel_sessions is None:
+        raise Unsupported("composite", "tenferro_py.opset imported first (it gives composites the sessions that "
+                                       "run their references)", "a composite's kernel run before that")
+    return _kernel_sessions
+
+
+def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., float], primals: Sequence[Any],
+              tangents: Sequence[Any], params: dict, out_avals: tuple) -> tuple:
+    """The tangents of ``reference(primals)``'s outputs along ``tangents``, from one kernel bound in
+    session ``s``: the reference run with its tangents in a tangent kernel session. The results
+    are constants: only for where nothing will differentiate them."""
+    leaves, spec = flatten(tangents)
+    rules, count = s.runtime.ad_context, len(primals)
+
+    def tangent_kernel(*arrays: np.ndarray) -> tuple:
+        kernel_session, tangent_session_type = _sessions()
+        ks = tangent_session_type(rules)
+        for x, t in zip(arrays[:count], unflatten(spec, arrays[count:])):
+            if t is not None:
+                ks.seed(x, t)
+        outs = reference(ks, *arrays[:count], **params)
+        found = [ks.tangent(o) for o in outs]
+        return tuple(np.zeros(o.shape, o.dtype) if t is None else dense(kernel_session, t) for o, t in zip(outs, found))
+
+    flops = 3.0 * cost(tuple(p.aval for p in primals), out_avals, params)
+    prim = Primitive("jvp", lambda *avals: out_avals, tangent_kernel, lambda *_: flops)
+    return s.bind(prim, *primals, *leaves)
+
+
+def composite(reference: Callable[..., Sequence], cost: Callable[..., float]) -> dict[str, Callable]:
+    """The kernel, rules and cost of a primitive defined by ``reference(s, *inputs, **params)``, a
+    function of session ops returning the outputs: keyword arguments of ``RuleSet.define``.
+
+    The kernel runs the reference on arrays in the kernel session: one kernel, with no tape and
+    no per-op dispatch. The rules differentiate the same reference in the eager session they
+    are given (``s.jvp_of``, ``s.vjp_of``), so they are exact to every order and
+    differentiable again. This is the one place where a composite's route is chosen: where
+    nothing will differentiate a JVP's result (``runtime.differentiating`` is false), the JVP
+    is one kernel too (:func:`fused_jvp`).
+    """
+
+    def kernel(*arrays: np.ndarray, **params: Any) -> tuple:
+        return tuple(reference(_sessions()[0], *arrays, **params))
+
+    def jvp(s, tangents, primals, outputs, **params):
+        if s.runtime.differentiating:
+            return s.jvp_of(lambda xs: reference(s, *xs, **params), primals, tangents)
+        return fused_jvp(s, reference, cost, primals, tangents, params, tuple(o.aval for o in outputs))
+
+    def vjp(s, cotangents, primals, outputs, needs, **params):
+        return s.vjp_of(lambda xs: reference(s, *xs, **params), primals, cotangents, needs)
+
+    return dict(impl=kernel, jvp=jvp, vjp=vjp, cost=cost)

@@ -1,0 +1,71 @@
+"""Composites (tenferro_py/composite.py): a primitive whose kernel is a reference of session ops
+run on arrays in a kernel session, which opset hands over at its import."""
+
+import numpy as np
+import pytest
+
+import tenferro_py as tf
+from tenferro_py import composite as composite_module
+from tenferro_py.composite import composite
+from tenferro_py.opset import KERNEL_SESSION
+from tenferro_py.rules import RuleSet
+from tenferro_py.tensor import Aval
+from tenferro_py.testing import check_grads
+
+
+def negated_square(s, x):
+    return (s.neg(s.mul(x, x)),)
+
+
+def test_a_composite_runs_its_reference_as_one_kernel_and_differentiates_it():
+    rules = RuleSet()
+    prim = rules.define("negated_square", lambda x: (x,), **composite(negated_square, lambda *args: 1.0))
+    a = np.array([0.5, -2.0, 3.0])
+    np.testing.assert_array_equal(prim.impl(a)[0], -a * a)
+    context = tf.AdContext.builder().with_semantic_extension_rules(rules).build()
+    check_grads(lambda s, x: s.bind(prim, x)[0], [a], context=context)
+
+
+def test_a_composite_run_before_opset_hands_over_its_sessions_says_so(monkeypatch):
+    monkeypatch.setattr(composite_module, "_kernel_sessions", None)
+    kernel = composite(negated_square, lambda *args: 1.0)["impl"]
+    with pytest.raises(tf.Unsupported, match=r"^composite: expected tenferro_py\.opset imported first"):
+        kernel(np.ones(2))
+
+
+def spectra(s, x):
+    """x's singular values, the eigenvalues of x xᵀ, and q r from x's QR: svd, eigh and qr in a reference."""
+    sv = s.svd(x)[1]
+    w = s.eigh(s.einsum([x, x], "ij,kj->ik"))[0]
+    q, r = s.qr(x)
+    return sv, w, s.einsum([q, r], "ij,jk->ik")
+
+
+def spectra_abstract(x):
+    m, n = x.shape
+    return Aval((min(m, n),), x.dtype), Aval((m,), x.dtype), x
+
+
+def test_a_kernel_session_has_svd_eigh_and_qr(rng):
+    a = rng.standard_normal((4, 3))
+    rules = RuleSet()
+    prim = rules.define("spectra", spectra_abstract, **composite(spectra, lambda *args: 1.0))
+    sv, w, product = prim.impl(a)  # the reference run as one kernel, in the kernel session
+    np.testing.assert_allclose(sv, np.linalg.svd(a, compute_uv=False), rtol=1e-13)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a @ a.T), rtol=1e-12, atol=1e-13 * np.abs(w).max())
+    np.testing.assert_allclose(product, a, rtol=1e-13, atol=1e-14)
+    context = tf.AdContext.builder().with_semantic_extension_rules(
+        tf.linalg.semantic_ad_rules().merge(tf.einsum.semantic_ad_rules()).merge(rules)).build()
+    check_grads(lambda s, x: s.reduce_sum(s.bind(prim, x)[0]), [a], context=context)
+
+
+def test_the_kernel_session_has_every_linalg_op_on_stacks(rng):
+    a = rng.standard_normal((2, 3, 3))
+    u, sv, vt = KERNEL_SESSION.svd(a)
+    w, v = KERNEL_SESSION.eigh(a)
+    q, r = KERNEL_SESSION.qr(a)
+    np.testing.assert_allclose(sv, np.linalg.svd(a, compute_uv=False), rtol=1e-13)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh((a + np.swapaxes(a, 1, 2)) / 2), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(q @ r, a, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(KERNEL_SESSION.solve(a, a[:, :, :1]), np.linalg.solve(a, a[:, :, :1]),
+                               rtol=1e-12, atol=1e-14)

@@ -33,6 +33,7 @@ LAYERS = [
     ["numpy.array"],
     ["numpy.functions", "numpy.transforms"],
     ["numpy.linalg"],
+    ["numpy.autoray_backend", "numpy.quimb_handler"],
     ["numpy"],
     ["models.cli", "models.onsager"],
     ["models"],

@@ -264,7 +264,8 @@ def asarray(obj: Any, dtype: Any = None) -> Any:
 def from_dlpack(x: Any) -> Any:
     """The values of a DLPack producer (a PyTorch or JAX array, values only): NumPy's view of them
     outside a session, a constant array of the session inside one."""
-    return asarray(np.from_dlpack(x))
+    view = np.from_dlpack(x)
+    return as_array("from_dlpack", view) if in_session() else view
 
 
 def zeros(shape: Any, dtype: Any = float) -> np.ndarray:

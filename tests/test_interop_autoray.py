@@ -1,10 +1,5 @@
 """autoray dispatch: ``autoray.do(name, x)`` on tnp arrays runs tnp's function (with its derivative),
-registered by importing tenferro_py.numpy; the core imports and runs without autoray, quimb or
-cotengra installed."""
-
-import subprocess
-import sys
-from pathlib import Path
+registered by importing tenferro_py.numpy."""
 
 import numpy as np
 import pytest
@@ -14,8 +9,6 @@ from tenferro_py.errors import TrackedConversion
 
 autoray = pytest.importorskip("autoray")
 from tenferro_py.numpy import autoray_backend  # noqa: E402 (only with autoray installed)
-
-ROOT = Path(__file__).resolve().parents[1]
 
 #: (autoray's name, the arguments made of a differentiated array x, keyword arguments, tnp's function
 #: when autoray's differs from tnp's of that name)
@@ -146,29 +139,3 @@ def test_a_namespace_of_a_tnp_array_is_tnp(rng):
 
     np.testing.assert_allclose(tnp.grad(f)(x), np.where(np.abs(x) > 0.5, 2 * x, 0.0) + x / np.linalg.norm(x),
                                rtol=1e-14)
-
-
-def _python(code: str) -> str:
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={"PYTHONPATH": str(ROOT), "PATH": ""})
-    assert out.returncode == 0, out.stderr
-    return out.stdout
-
-
-def test_the_core_needs_none_of_the_interop_packages():
-    code = """
-import sys
-for name in ("autoray", "quimb", "cotengra", "jax", "torch", "autograd"):
-    sys.modules[name] = None  # as if not installed: importing it fails
-import numpy as np
-import tenferro_py, tenferro_py.numpy as tnp
-ops = [np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 2))]
-value, grad = tnp.value_and_grad(lambda a: tnp.einsum("ij,jk,ki->", a, *ops[1:], optimize="greedy"))(ops[0])
-assert value == 24.0 and grad.shape == (2, 3)
-print(sorted(m for m in ("autoray", "quimb", "cotengra") if sys.modules.get(m) is not None))
-"""
-    assert _python(code).strip() == "[]"
-
-
-def test_importing_the_core_alone_imports_no_autoray():
-    assert _python("import sys, tenferro_py; print('autoray' in sys.modules)").strip() == "False"

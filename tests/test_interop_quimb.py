@@ -146,7 +146,7 @@ def dmrg_energy(H, bond):
 
 def test_tn_optimizer_reaches_the_dmrg_energy():
     """A DMRG-like ground state search of the Heisenberg chain by TNOptimizer (L-BFGS-B) on this
-    library: L = 8, bond 4 here (bench/quimb.py runs L = 16, bond 16)."""
+    library: L = 8, bond 4 here (bench/quimb_interop.py runs L = 16, bond 16)."""
     quimb_handler.register()
     L, bond = 8, 4
     H = qtn.MPO_ham_heis(L)

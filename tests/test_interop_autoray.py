@@ -139,3 +139,14 @@ def test_a_namespace_of_a_tnp_array_is_tnp(rng):
 
     np.testing.assert_allclose(tnp.grad(f)(x), np.where(np.abs(x) > 0.5, 2 * x, 0.0) + x / np.linalg.norm(x),
                                rtol=1e-14)
+
+
+def test_where_goes_to_tnp_when_an_array_of_tnp_is_among_its_arguments(rng):
+    """A comparison gives NumPy bools, so ``do("where", x > 0, x, 1.0)`` (quimb's safe_inverse) has a
+    NumPy first argument: it is tnp's where all the same, with its derivative."""
+    x = rng.standard_normal(5)
+    grad = tnp.grad(lambda y: tnp.sum(autoray.do("where", y > 0, y * y, 1.0)))(x)
+    np.testing.assert_array_equal(grad, np.where(x > 0, 2 * x, 0.0))
+    plain = autoray.do("where", x > 0, x, 1.0)  # no tnp array: NumPy's, as before
+    assert type(plain) is np.ndarray
+    np.testing.assert_array_equal(plain, np.where(x > 0, x, 1.0))

@@ -10,6 +10,10 @@ of a tracked array too (they have no derivative); ``complex``, ``take``, ``copy`
 ``asfortranarray`` are written with tnp's functions; ``to_numpy`` is autoray's default
 (``np.asarray``), which a tracked array refuses, as JAX's tracers do.
 
+Comparisons of tnp arrays give NumPy bools (they have no derivative), so ``do("where", x > 0,
+x, y)`` would go to NumPy by its first argument: ``where`` is dispatched to tnp when a tnp array is
+among its three arguments, and as autoray does by default (the first) otherwise.
+
 ``tenferro_py.numpy`` calls :func:`register` when it is imported, if autoray is installed: the
 registration concerns tnp's own array class only.
 """
@@ -67,6 +71,16 @@ def asfortranarray(a: Any) -> Any:
     return a if isinstance(a, ndarray) else np.asfortranarray(a)
 
 
+def where_backend(args: tuple, kwargs: dict) -> str:
+    """autoray's backend for ``where(condition, x, y)``: tnp's if any of the three is a tnp array,
+    else that of the condition (autoray's default, the first argument)."""
+    import autoray
+
+    if any(isinstance(a, ndarray) for a in args[:3]):
+        return BACKEND
+    return autoray.infer_backend(args[0])
+
+
 _REGISTERED = [False]
 
 
@@ -83,4 +97,7 @@ def register() -> None:
         autoray.register_function(BACKEND, name, f)
     for name in VALUE_FUNCTIONS:
         autoray.register_function(BACKEND, name, getattr(np, name))
+    from autoray.autoray import register_dispatch  # not among autoray's top-level names
+
+    register_dispatch("where", where_backend, raw_signature=False)
     _REGISTERED[0] = True

@@ -45,6 +45,7 @@ CASES = [
     ("astype", lambda x: (x, "complex128"), {}, lambda a, dtype: a.astype(dtype)),
     ("complex", lambda x: (x, 2 * x), {}, lambda re, im: re + 1j * im),
     ("take", lambda x: (x, [2, 0, 2]), {"axis": 1}, lambda a, i, axis: a[:, i]),
+    ("take", lambda x: (x, [5, 0, 11]), {}, lambda a, i: tnp.ravel(a)[np.asarray(i)]),
 ]
 
 

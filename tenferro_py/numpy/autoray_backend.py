@@ -81,14 +81,9 @@ def where_backend(args: tuple, kwargs: dict) -> str:
     return autoray.infer_backend(args[0])
 
 
-_REGISTERED = [False]
-
-
 def register() -> None:
-    """Register tnp arrays with autoray (idempotent): ``autoray.do(name, x)`` then runs tnp's
-    ``name``, and quimb networks and cotengra contractions of tnp arrays run on tnp."""
-    if _REGISTERED[0]:
-        return
+    """Register tnp arrays with autoray (again is harmless): ``autoray.do(name, x)`` then runs
+    tnp's ``name``, and quimb networks and cotengra contractions of tnp arrays run on tnp."""
     import autoray
 
     autoray.register_backend(ndarray, BACKEND)
@@ -100,4 +95,3 @@ def register() -> None:
     from autoray.autoray import register_dispatch  # not among autoray's top-level names
 
     register_dispatch("where", where_backend, raw_signature=False)
-    _REGISTERED[0] = True

@@ -172,7 +172,8 @@ class Tensor:
         """DLPack (``torch.from_dlpack(t)``, ``jax.numpy.from_dlpack(t)``), by NumPy's export: the
         buffer itself, flagged read-only, for a consumer of DLPack 1.0 (one that ignores the flag must
         not write into it, as with JAX's arrays); a copy for an older one, unless ``copy=False``."""
-        options = dict(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        given = dict(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        options = {k: v for k, v in given.items() if v is not None}  # NumPy 1's takes stream alone
         try:
             return self._array.__dlpack__(**options)
         except BufferError:

@@ -299,7 +299,7 @@ def main() -> int:
     parser.add_argument("--max-repeats", type=int, default=128, help="cotengra's trials")
     parser.add_argument("--max-evals", type=int, default=40000)
     parser.add_argument("--chunk", type=int, default=1000, help="evaluations between progress lines")
-    parser.add_argument("--maxcor", type=int, default=10, help="L-BFGS-B's memory")
+    parser.add_argument("--maxcor", type=int, default=50, help="L-BFGS-B's memory (scipy's default: 10)")
     parser.add_argument("--backends", nargs="+", default=["tenferro_py"], help="TNOptimizer's autodiff backends")
     args = parser.parse_args()
     if args.planner:

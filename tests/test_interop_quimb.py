@@ -80,6 +80,22 @@ def test_a_boundary_contraction_with_svd_truncation(monkeypatch):
     assert calls and max(min(shape) for shape in calls) > 6  # SVDs that truncated
 
 
+def test_a_boundary_contraction_with_qr_canonisation_against_central_differences(rng):
+    """quimb's default boundary contraction (QR canonisation, then truncated SVDs), which autograd
+    cannot differentiate: the gradient along a random direction against central differences."""
+    peps = normalised(qtn.PEPS.rand(3, 3, 3, seed=9))
+    arrays = [t.data for t in peps]
+    loss = lambda *xs: with_arrays(peps, xs).make_norm().contract_boundary(max_bond=4, cutoff=0.0)  # noqa: E731
+    value, grads = tnp.value_and_grad(loss, tuple(range(len(arrays))))(*arrays)
+    direction = [rng.standard_normal(a.shape) for a in arrays]
+    h = 1e-7  # the truncations curve it sharply: central differences at h = 1e-5 are off by 1e-3
+    plus = loss(*[a + h * d for a, d in zip(arrays, direction)])
+    minus = loss(*[a - h * d for a, d in zip(arrays, direction)])
+    along = sum(np.vdot(g, d) for g, d in zip(grads, direction))
+    assert along == pytest.approx((plus - minus) / (2 * h), rel=1e-6)
+    assert value == pytest.approx(loss(*arrays), rel=1e-13)  # quimb on NumPy (numba's kernels)
+
+
 def test_network_built_inside_the_function():
     """A network made inside the differentiated function from the arrays (MPS of the arrays)."""
     ket = qtn.MPS_rand_state(5, 3, seed=5)

@@ -161,11 +161,12 @@ class Tensor:
     def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         """NumPy's array protocol: the tensor's own buffer, read-only, where no copy is needed (a
         matching dtype) nor asked for (``copy=True``); else a writable copy."""
-        if copy is not True and (dtype is None or np.dtype(dtype) == self.dtype):  # type: ignore[call-overload]
+        target = self.dtype if dtype is None else np.dtype(dtype)  # type: ignore[call-overload]
+        if copy is not True and target == self.dtype:
             return self._array
         if copy is False:
-            raise ValueError(f"Tensor.__array__: a {self.dtype} tensor as {np.dtype(dtype)} needs a copy")  # type: ignore[call-overload]
-        return np.array(self._array, dtype=dtype)
+            raise ValueError(f"Tensor.__array__: a {self.dtype} tensor as {target} needs a copy")
+        return np.array(self._array, dtype=target)
 
     def __dlpack__(self, *, stream: object = None, max_version: tuple[int, int] | None = None,
                    dl_device: object = None, copy: bool | None = None) -> object:

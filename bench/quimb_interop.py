@@ -14,7 +14,8 @@ MISMATCH (exit status 1) when a number disagrees:
         opt_einsum's count, search time, value-and-gradient time; the gradients agree.
     python bench/quimb_interop.py --dmrg [--mps 16 16] [--max-evals 40000] [--backends tenferro_py]
         quimb's TNOptimizer (L-BFGS-B) on the Heisenberg chain until its energy is within 1e-8 of
-        quimb's DMRG energy (two-site sweeps, then one-site sweeps at the bond until converged).
+        the optimum of the bond's manifold (DMRG1 sweeps after quimb's DMRG2, converged), so within
+        1e-8 of quimb's DMRG energy (DMRG2), or below it (DMRG2's truncation stops above the optimum).
 
 Neither quimb, cotengra, autograd nor JAX is a dependency of the library: what is not importable is
 skipped with a note (quimb, autoray and cotengra are its ``interop`` extra).
@@ -252,8 +253,9 @@ def planners(args: argparse.Namespace) -> int:
 # --- TNOptimizer to the DMRG energy -----------------------------------------------------------------
 
 
-def dmrg_energy(H, bond: int) -> tuple[float, float]:
-    """(two-site DMRG's energy, then one-site sweeps' at the fixed bond, converged)."""
+def dmrg_energies(H, bond: int) -> tuple[float, float]:
+    """(quimb's DMRG energy: two-site sweeps; the optimum of the bond's manifold: one-site sweeps
+    from there at the fixed bond, converged, below the first by the two-site truncation's loss)."""
     two = qtn.DMRG2(H, bond_dims=[bond])
     two.solve(tol=1e-13, max_sweeps=40, verbosity=0)
     one = qtn.DMRG1(H, bond_dims=[bond], p0=two.state)
@@ -271,9 +273,9 @@ def dmrg(args: argparse.Namespace) -> int:
     L, bond = args.mps
     H = qtn.MPO_ham_heis(L)
     start = time.perf_counter()
-    two, target = dmrg_energy(H, bond)
-    print(f"# Heisenberg chain L={L}, bond {bond}: DMRG2 {two!r}, then DMRG1 {target!r} "
-          f"({time.perf_counter() - start:.1f} s); target |E - {target:.12f}| < 1e-8", flush=True)
+    target, optimum = dmrg_energies(H, bond)
+    print(f"# Heisenberg chain L={L}, bond {bond}: quimb's DMRG (DMRG2) {target!r}, the bond's optimum (DMRG1 "
+          f"after it) {optimum!r}, {time.perf_counter() - start:.1f} s; target: E - E_optimum < 1e-8", flush=True)
     ok = True
     for backend in args.backends:
         opt = qtn.TNOptimizer(qtn.MPS_rand_state(L, bond, seed=7), lambda p, H: qtn.expec_TN_1D(p.H, H, p) / (p.H @ p),
@@ -283,12 +285,12 @@ def dmrg(args: argparse.Namespace) -> int:
             before = opt.loss  # inf before the first evaluation
             opt.optimize(args.chunk, tol=1e-16, maxcor=args.maxcor)
             print(f"{backend}: {opt._n} evaluations, E = {opt.loss!r}, E - E_DMRG = {opt.loss - target:.2e}, "
-                  f"{time.perf_counter() - start:.0f} s", flush=True)
-            if abs(opt.loss - target) < 1e-8 or opt._n >= args.max_evals or not opt.loss < before:
+                  f"E - E_optimum = {opt.loss - optimum:.2e}, {time.perf_counter() - start:.0f} s", flush=True)
+            reached = opt.loss - optimum < 1e-8  # then within 1e-8 of quimb's DMRG too, or below it
+            if reached or opt._n >= args.max_evals or not opt.loss < before:
                 break  # reached, out of evaluations, or a chunk that lowered nothing (scipy stopped for good)
-        reached = abs(opt.loss - target) < 1e-8
         ok &= reached
-        print(f"{backend}: {'reached' if reached else 'MISMATCH: did not reach'} quimb's DMRG energy to 1e-8 in "
+        print(f"{backend}: {'reached' if reached else 'MISMATCH: did not reach'} the bond's optimum to 1e-8 in "
               f"{opt._n} evaluations, {time.perf_counter() - start:.0f} s", flush=True)
     return 0 if ok else 1
 

@@ -182,14 +182,29 @@ class EagerSession(OpSet):
         u, s, vt = self._factorisation("svd", _linalg.svd_p, x, derivative_eps, square=False)
         return u, s, vt
 
-    def eigh(self, x: EagerTensor, derivative_eps: float | None = None) -> tuple[EagerTensor, EagerTensor]:
+    def eigh(
+        self, x: EagerTensor, derivative_eps: float | None = None, k: int | None = None, method: str = "full"
+    ) -> tuple[EagerTensor, EagerTensor]:
         """Eigenvalues (real, ascending) and eigenvectors (w, v) of the Hermitian part (x + xᴴ)/2
         of a square matrix (or of each of a stack (..., n, n)), real or complex.
 
         Taking the Hermitian part makes the op (and its derivatives) defined for any square
         input; a Hermitian x is unchanged. ``derivative_eps`` overrides the context's ε of
         the broadened rule, relative to max |w|.
+
+        ``k``: only the k pairs of largest |w| of a matrix, by |w| descending (w (k,), v (n, k)).
+        ``method="full"`` slices the full eigh; ``method="krylov"`` computes them by a block Krylov
+        method (falling back to the full eigh where that is faster or it does not converge), with
+        the same derivatives, the discarded subspace's share by solves (README, "Truncated eigh").
         """
+        if method not in ("full", "krylov"):
+            raise InvalidArgument("eigh", "method 'full' or 'krylov'", repr(method))
+        if k is None and method == "krylov":
+            raise InvalidArgument("eigh", "k (the number of eigenpairs of largest |w|) with method='krylov'", "k=None")
+        if k is not None:
+            if derivative_eps is not None:
+                derivative_eps = _linalg.check_derivative_eps("eigh", derivative_eps)
+            return _linalg.truncated_eigh(self, self._operand("eigh", x), k, method, derivative_eps)
         w, v = self._factorisation("eigh", _linalg.eigh_p, x, derivative_eps, square=True)
         return w, v
 

@@ -999,3 +999,4 @@ from . import complement  # noqa: E402,F401
 from .cholesky import cholesky_p  # noqa: E402,F401
 from .determinants import det_p, slogdet_p  # noqa: E402,F401
 from .least_squares import lstsq  # noqa: E402,F401
+from .eigh_krylov import eigh_complement_solve_p, eigh_krylov_p, truncated_eigh  # noqa: E402,F401

@@ -30,7 +30,7 @@ TOLERANCE = 3e-15
 DEFLATE_BELOW = 0.5
 #: The Krylov method is used for k ≤ this fraction of n, and n ≥ KRYLOV_FROM; else the full eigh is
 #: faster (bench/eigh_krylov_crossover.py; README, "Truncated eigh").
-KRYLOV_UP_TO = 0.1
+KRYLOV_UP_TO = 0.08
 KRYLOV_FROM = 512
 #: Below this |λ_k|/|λ₁| the kept pairs take a Newton step, its solve to this relative residual.
 REFINE_BELOW = 1e-4
@@ -47,6 +47,11 @@ TIE = 1e-13
 _SEED = 20240607
 
 
+def rounding(dtype: np.dtype) -> float:
+    """The dtype's unit of rounding over float64's: the tolerances here, set for float64, scale with it."""
+    return float(np.finfo(dtype).eps / np.finfo(np.float64).eps)
+
+
 def largest_magnitude_order(w: np.ndarray) -> np.ndarray:
     """The indices of w by |w| descending; where |w| are equal to within TIE·max|w| (λ and −λ,
     as rounding leaves them), the larger w first, so that every method keeps the same one."""
@@ -54,7 +59,7 @@ def largest_magnitude_order(w: np.ndarray) -> np.ndarray:
     if len(w) < 2:
         return order
     size = np.abs(w[order])
-    group = np.concatenate([[0], np.cumsum(size[:-1] - size[1:] > TIE * size[0])])
+    group = np.concatenate([[0], np.cumsum(size[:-1] - size[1:] > TIE * rounding(w.dtype) * size[0])])
     return order[np.lexsort((-w[order], group))]
 
 
@@ -86,7 +91,7 @@ def _krylov(h: np.ndarray, k: int, tol: float) -> tuple | None:
         vectors = basis @ coefficients
         residual = np.linalg.norm(image @ coefficients - vectors * values, axis=0)
         top = abs(values[0])
-        converged = residual <= tol * top if top > 0 else np.ones(len(values), bool)
+        converged = residual <= tol * rounding(h.dtype) * top if top > 0 else np.ones(len(values), bool)
         count = int(np.argmin(converged)) if not converged.all() else len(values)
         following = abs(ritz[order[count]]) if count < len(order) else 0.0  # the first Ritz value not counted
         if count >= k and following <= DEFLATE_BELOW * abs(values[k - 1]):
@@ -94,7 +99,7 @@ def _krylov(h: np.ndarray, k: int, tol: float) -> tuple | None:
         if basis.shape[1] + b > budget:
             return None
         fresh = image[:, -b:] - basis @ (basis.conj().T @ image[:, -b:])
-        if np.linalg.norm(fresh) <= INVARIANT * np.linalg.norm(image[:, -b:]):
+        if np.linalg.norm(fresh) <= INVARIANT * rounding(h.dtype) * np.linalg.norm(image[:, -b:]):
             return None  # a numerically invariant subspace without the pairs wanted (h of rank below k)
         block = _orthonormal_columns(fresh, basis)
         new_image = h @ block
@@ -189,7 +194,8 @@ def complement_solve(h: np.ndarray, v: np.ndarray, w: np.ndarray, g: np.ndarray,
     eta = eps * (scale if scale > 0 else 1.0)
     twice = np.array(squared, dtype=bool)
     shifts = np.asarray(w, dtype=np.real(g).dtype)
-    sign = np.where(twice | (shifts >= 0), 1.0, -1.0)
+    sign = np.where(twice | (shifts >= 0), 1.0, -1.0).astype(shifts.dtype)
+    limit = tolerance * rounding(g.dtype)
     left = np.hstack([v, z])
 
     def project(x: np.ndarray) -> np.ndarray:
@@ -214,7 +220,7 @@ def complement_solve(h: np.ndarray, v: np.ndarray, w: np.ndarray, g: np.ndarray,
     x, p = np.zeros_like(r), r.copy()
     rr = norms * norms
     for _ in range(SOLVE_STEPS + 1):
-        active = np.nonzero(np.sqrt(rr) > tolerance * norms)[0]  # a converged column stays as it is
+        active = np.nonzero(np.sqrt(rr) > limit * norms)[0]  # a converged column stays as it is
         if not len(active):
             return explicit + x
         q = apply(p[:, active], active)
@@ -227,5 +233,5 @@ def complement_solve(h: np.ndarray, v: np.ndarray, w: np.ndarray, g: np.ndarray,
         p[:, active] = r[:, active] + p[:, active] * beta
         rr[active] = rr_next
     worst = float(np.max(np.sqrt(rr) / np.where(norms > 0, norms, 1.0)))
-    raise LinalgError("eigh", f"the discarded subspace's solve to reach a relative residual of {tolerance:g} "
+    raise LinalgError("eigh", f"the discarded subspace's solve to reach a relative residual of {limit:g} "
                               f"in {SOLVE_STEPS} steps", f"{worst:.1e}")

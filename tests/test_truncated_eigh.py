@@ -62,8 +62,8 @@ def run(a, k, method, engine=None):
     return [x.value().to_numpy() for x in out]
 
 
-@pytest.mark.parametrize("dtype", [float, complex], ids=["real", "complex"])
-@pytest.mark.parametrize("n, k", [(200, 10), (600, 30)])
+@pytest.mark.parametrize("n, k, dtype", [(200, 10, float), (200, 10, complex), (600, 30, float)],
+                         ids=["real", "complex", "real, 600 × 600"])
 def test_pairs_are_lapacks(rng, krylov_from_128, n, k, dtype):
     a = with_spectrum(rng, decaying(n), dtype)
     assert krylov_eigh._krylov(a, k, krylov_eigh.TOLERANCE) is not None  # the Krylov path, not the fallback
@@ -101,8 +101,8 @@ def test_the_same_bits_every_run_and_at_every_width(rng, krylov_from_128):
     assert all(np.array_equal(x, y) for x, y in zip(first, run(a, 10, "krylov", wide)))
 
 
-@pytest.mark.parametrize("n, k", [(100, 5), (600, 100), (12, 11)])
-def test_small_or_wide_cuts_fall_back_to_the_full_eigh(rng, n, k):
+@pytest.mark.parametrize("n, k", [(100, 5), (200, 40), (12, 11)])
+def test_small_or_wide_cuts_fall_back_to_the_full_eigh(rng, krylov_from_128, n, k):
     """Below KRYLOV_FROM rows or above KRYLOV_UP_TO of them the full eigh is faster: the same bits."""
     a = with_spectrum(rng, decaying(n))
     for x, y in zip(run(a, k, "krylov"), run(a, k, "full")):
@@ -259,6 +259,25 @@ def test_any_scale(rng, krylov_from_128, scale):
     if scale:
         assert abs(value_fast - value_full) <= 1e-12 * abs(value_full)
         np.testing.assert_allclose(grad_fast, grad_full, rtol=0, atol=1e-10 * np.abs(grad_full).max())
+
+
+def test_float32_follows_its_rounding(rng, krylov_from_128):
+    """The tolerances scale with the dtype's rounding: float32 takes the Krylov path too, and gives
+    the full eigh's value and gradient to float32's accuracy."""
+    a = with_spectrum(rng, separated(200)).astype(np.float32)
+    assert krylov_eigh._krylov(a, 10, krylov_eigh.TOLERANCE) is not None
+    weight = rng.standard_normal((200, 200)).astype(np.float32)
+    results = {}
+    for method in ("full", "krylov"):
+        rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+        x = rt.variable_from(tf.Tensor(a))
+        y = rt.with_eager_session(eng, lambda s: s.einsum([tf.Tensor(weight), reconstruction(10, method)(s, x)],
+                                                           "ab,ab->"))
+        results[method] = y.value().item(), rt.grad(eng, y, x).value().to_numpy()
+    (value_full, grad_full), (value_fast, grad_fast) = results["full"], results["krylov"]
+    assert grad_fast.dtype == np.float32
+    assert abs(value_fast - value_full) <= 1e-5 * abs(value_full)
+    np.testing.assert_allclose(grad_fast, grad_full, rtol=0, atol=1e-4 * np.abs(grad_full).max())
 
 
 # --- errors ---------------------------------------------------------------------------------------

@@ -5,9 +5,10 @@ descending, the positive one first at a tie), and with them the pairs of the nex
 converged ("deflation pairs"), by block Krylov iteration on h itself from a fixed start block,
 twice reorthogonalised, and a Rayleigh–Ritz step (so exact multiplets up to the block size are
 found, and every run gives the same bits). It stops when every kept pair's residual
-‖h v − λ v‖ is at most ``TOLERANCE``·|λ₁| and the first pair it has not converged has
-|λ| ≤ ``DEFLATE_BELOW``·|λ_k|; it takes the full eigh (LAPACK syevd/heevd) when k is not much
-smaller than n, n is small, or the iteration does not converge within its budget.
+‖h v − λ v‖ is at most ``TOLERANCE``·|λ₁| and the first Ritz value it has not converged has
+|λ| ≤ ``DEFLATE_BELOW``·|λ_k|; where |λ_k| is below REFINE_BELOW·|λ₁|, the kept pairs then take
+a Newton step. It takes the full eigh (LAPACK syevd/heevd) when k is not much smaller than n, n
+is small, or the iteration does not converge within its budget.
 
 ``complement_solve`` solves, column by column, (λ_j − h) y_j = g_j on the complement of the kept
 eigenvectors: the equation through which the discarded subspace enters the exact derivative of a
@@ -124,10 +125,16 @@ def _refined(h: np.ndarray, k: int, values: np.ndarray, vectors: np.ndarray, cou
     except LinalgError:
         return None
     basis = _orthonormal_columns(np.hstack([kept + correction, rest]), None)
-    gram = basis.conj().T @ (h @ basis)
+    image = h @ basis
+    gram = basis.conj().T @ image
     values, coefficients = np.linalg.eigh((gram + gram.conj().T) * 0.5)
     order = largest_magnitude_order(values)
-    return values[order], basis @ coefficients[:, order], count
+    values, coefficients = values[order], coefficients[:, order]
+    vectors = basis @ coefficients
+    residual = np.linalg.norm(image @ coefficients[:, :k] - vectors[:, :k] * values[:k], axis=0)
+    if np.any(residual > TOLERANCE * rounding(h.dtype) * abs(values[0])):
+        return None  # the step did not keep the pairs converged (an eigenvalue near λ_j left undeflated)
+    return values, vectors, count
 
 
 def truncated_eigh(h: np.ndarray, k: int) -> tuple[np.ndarray, ...]:

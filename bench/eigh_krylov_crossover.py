@@ -6,9 +6,11 @@ time and, per kept fraction k/n, the ratio (the Krylov forward, its Newton step 
 |λ_k| < REFINE_BELOW·|λ₁| included, its fallback thresholds lifted) / (full eigh), each the median
 of ``--repeats`` runs. "nc" marks a budget the iteration did not converge in (where the forward
 falls back to the full eigh). The fallback thresholds ``krylov_eigh.KRYLOV_UP_TO`` and
-``krylov_eigh.KRYLOV_FROM`` come from this table.
+``krylov_eigh.KRYLOV_FROM`` come from this table. Last, at CTMRG's D = 4, χ = 64 size (n = 1024,
+k = 64), the time of a value ⟨W, V diag(w) Vᴴ⟩ with its gradient by s.eigh(x, k=64, method=...),
+full and krylov (the best of ``--repeats``).
 
-Usage: python bench/eigh_krylov_crossover.py [--sizes 128 256 512 1024 2048] [--repeats 3]
+Usage: python bench/eigh_krylov_crossover.py [--sizes 256 512 768 1024 2048] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
+import tenferro_py as tf  # noqa: E402
 from tenferro_py import krylov_eigh  # noqa: E402
 
 FRACTIONS = (0.03, 0.06, 0.08, 0.1, 0.125, 0.25)
@@ -46,9 +49,20 @@ def seconds(run, repeats: int) -> float:
     return statistics.median(times)
 
 
+def value_and_gradient(h: np.ndarray, weight: np.ndarray, k: int, method: str) -> None:
+    rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+    x = rt.variable_from(tf.Tensor(h))
+
+    def loss(s):
+        w, v = s.eigh(x, k=k, method=method)
+        return s.einsum([tf.Tensor(weight), v, w, v], "ab,ai,i,bi->")
+
+    rt.grad(eng, rt.with_eager_session(eng, loss), x)
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="bench/eigh_krylov_crossover.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", type=int, nargs="+", default=[128, 256, 512, 1024, 2048])
+    p.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 768, 1024, 2048])
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args(argv)
     rng = np.random.default_rng(0)
@@ -66,6 +80,10 @@ def main(argv: list[str]) -> int:
                 ratio = seconds(lambda: krylov_eigh.truncated_eigh(h, k), args.repeats) / full
                 cells.append(f"{ratio:>7.2f}" if converged else f"{'nc':>7}")
             print(f"{n:>5} {full * 1e3:>9.1f} " + " ".join(cells), flush=True)
+        h, weight = corner_like(1024, rng), rng.standard_normal((1024, 1024))
+        times = {m: min(seconds(lambda: value_and_gradient(h, weight, 64, m), 1) for _ in range(args.repeats))
+                 for m in ("full", "krylov")}
+    print(f"# n = 1024, k = 64, value and gradient: full {times['full']:.3f} s, krylov {times['krylov']:.3f} s")
     return 0
 
 

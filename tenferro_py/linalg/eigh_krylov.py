@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .. import krylov_eigh
-from ..errors import InvalidArgument, ShapeMismatch
+from ..errors import InvalidArgument, LinalgError, ShapeMismatch
 from ..ops.elementwise import cj, lift_real, real_dtype
 from ..rules import vjp_from_linear_jvp
 from ..tensor import Aval, Tensor, is_integer
@@ -154,7 +154,10 @@ def _krylov_impl(a, k, derivative_eps):
     """krylov_eigh.truncated_eigh of (A + Aᴴ)/2 (A itself, bit for bit, when A is Hermitian, as the
     full eigh reads it), deterministic (a fixed start block)."""
     _check_finite("eigh", a)
-    w, v, zw, z = krylov_eigh.truncated_eigh((a + a.conj().T) * 0.5, k)
+    try:
+        w, v, zw, z = krylov_eigh.truncated_eigh((a + a.conj().T) * 0.5, k)
+    except np.linalg.LinAlgError as err:  # the fallback's LAPACK call
+        raise LinalgError("eigh", "LAPACK syevd/heevd to converge", str(err)) from None
     n, p = a.shape[0], deflation_width(a.shape[0], k)
     used = min(p, len(zw))
     zw_padded, z_padded = np.zeros(p, w.dtype), np.zeros((n, p), a.dtype)

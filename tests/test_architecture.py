@@ -18,6 +18,7 @@ PACKAGE = Path(tf.__file__).resolve().parent
 LAYERS = [
     ["errors", "structure"],
     ["krylov", "linear_solve"],
+    ["krylov_eigh"],
     ["tensor", "engine", "rules"],
     ["tape", "ops.structural"],
     ["ops.elementwise"],

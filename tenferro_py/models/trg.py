@@ -110,7 +110,7 @@ def step(
     """One TRG step: (T', ln‖T‖) with T' of bond dimension k built from T / ‖T‖.
 
     ``svd``: each SVD's k leading triplets from the full SVD or the block Krylov method
-    (README, "Truncated SVD"). ``spectra``, when given, receives the singular values of both
+    (docs/truncated.md). ``spectra``, when given, receives the singular values of both
     SVDs (all of them with "full", the k kept with "krylov", which computes only those).
     """
     d = t.shape[0]

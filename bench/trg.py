@@ -16,7 +16,7 @@ prints medians and ratios:
       forward over reverse) at the same width, and the ratio d/b.
 Agreement with (b) is checked: lnZ/N to 1e-12 for every program; the gradient to 1e-12 for (d),
 (h) and (p), to 1e-9 for JAX. (At β = 0.4 the gradient is conditioning-limited: one-ulp
-perturbations of T₀ move the example's own gradient by 1e-13 … 2e-10, see bench/README.md.)
+perturbations of T₀ move the example's own gradient by 1e-13 … 2e-10, see bench/results/2026-12-01T0445-trg-issue12.md.)
 A failed check exits 1.
 
 ``--scaling`` runs χ = 8, 16, 24, 32 each in a fresh subprocess and fits time ∝ χ^p.

@@ -8,7 +8,7 @@ bit; where c by difference straddles a jump of truncated TRG's lnZ/N(β), a warn
 
 --compare then prints the errors against Onsager and SPEC's reference table; --svd=krylov takes
 each step's k leading singular triplets from a block Krylov method with exact derivatives
-(faster at large chi; README, "Truncated SVD"). Numbers are plain decimals (1e-5, 0.44; not
+(faster at large chi; docs/truncated.md). Numbers are plain decimals (1e-5, 0.44; not
 1_000, inf or nan). Each beta, and with c by difference each beta - h and beta + h, must lie in
 [1e-14, 8]: outside, double precision no longer resolves the first step's singular values and u
 and c come out NaN (from beta ~ 178 on the SVD fails), and nothing is lost there: below 1e-14,

@@ -45,7 +45,8 @@ class Kernel(Protocol):
     name: str
     impl: Callable[..., tuple]
 
-    def flops(self, in_avals: tuple, out_avals: tuple, params: dict) -> float: ...
+    def flops(self, in_avals: tuple, out_avals: tuple, params: dict) -> float:
+        """The kernel's cost in flops, from its input and output avals and parameters."""
 
 
 class _BlasPin:
@@ -108,10 +109,12 @@ class Pool:
 
     @staticmethod
     def builder() -> "PoolBuilder":
+        """A builder, as Rust's ``Pool::builder()``."""
         return PoolBuilder()
 
     @property
     def threads(self) -> int:
+        """The pool's width: how many kernels may run at once."""
         return self._threads
 
     def __repr__(self) -> str:
@@ -134,6 +137,7 @@ class PoolBuilder:
         return self
 
     def build(self) -> Pool:
+        """The pool; without ``threads(n)`` as wide as the available parallelism."""
         if self._threads is PoolBuilder._UNSET:
             return Pool()
         if self._threads is None:
@@ -176,9 +180,11 @@ class Pending:
 
     @property
     def done(self) -> bool:
+        """Whether the kernel has run."""
         return self._task.state == _Task.DONE
 
     def result(self) -> np.ndarray:
+        """The kernel's output, running what it waits for first; its error, if it failed."""
         task = self._task
         if task.state != _Task.DONE:
             self._engine._drive(task)
@@ -250,6 +256,7 @@ class CpuEngine:
 
     @property
     def width(self) -> int:
+        """How many kernels may run at once (the pool's threads)."""
         return self._pool.threads
 
     @contextlib.contextmanager

@@ -39,7 +39,7 @@ CUT_RESOLUTION = 1e-10
 #: a cut that needs one is resolved by the full SVD at once.
 RESIDUAL_FLOOR = 2e-15
 #: The Krylov method is used for k ≤ this fraction of min(m, n), and min(m, n) ≥ KRYLOV_FROM; else the
-#: full SVD is faster (bench/README.md, "Truncated SVD": the crossover measured on TRG-like spectra).
+#: full SVD is faster (bench/krylov_crossover.py, on TRG-like spectra; docs/performance.md).
 KRYLOV_UP_TO = 0.1
 KRYLOV_FROM = 128
 #: Relative residual the discarded subspace's solve must reach, and its iteration budget.

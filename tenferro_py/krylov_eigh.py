@@ -30,7 +30,7 @@ TOLERANCE = 3e-15
 #: the iterative solve then has the sign of λ_j and lies in [|λ_j|/2, 3|λ_j|/2] in size.
 DEFLATE_BELOW = 0.5
 #: The Krylov method is used for k ≤ this fraction of n, and n ≥ KRYLOV_FROM; else the full eigh is
-#: faster (bench/eigh_krylov_crossover.py; README, "Truncated eigh").
+#: faster (bench/eigh_krylov_crossover.py; docs/performance.md).
 KRYLOV_UP_TO = 0.08
 KRYLOV_FROM = 512
 #: Below this |λ_k|/|λ₁| the kept pairs take a Newton step, its solve to this relative residual.

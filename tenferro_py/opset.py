@@ -44,6 +44,7 @@ class OpSet(LinalgOps):
     __slots__ = ()
 
     def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
+        """Run primitive prim on inputs (and, in an eager session, record and carry it)."""
         raise NotImplementedError
 
     def __getattr__(self, name: str) -> Any:
@@ -56,6 +57,7 @@ class OpSet(LinalgOps):
         raise NoSuchOp(name, "an op of the session (README, 'Ops of a session')", f"no op {name!r}{hint}")
 
     def constant_from(self, t: Any) -> Any:
+        """t as a constant of this session."""
         raise NotImplementedError
 
     def zeros(self, shape: Sequence[int], dtype: npt.DTypeLike = np.float64) -> EagerTensor:
@@ -73,27 +75,35 @@ class OpSet(LinalgOps):
     # --- elementwise ---------------------------------------------------------------
 
     def add(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        """a + b, elementwise (equal shapes and dtypes)."""
         return self.bind(_ew.add, a, b)[0]
 
     def sub(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        """a − b, elementwise (equal shapes and dtypes)."""
         return self.bind(_ew.sub, a, b)[0]
 
     def mul(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        """a · b, elementwise (equal shapes and dtypes)."""
         return self.bind(_ew.mul, a, b)[0]
 
     def div(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+        """a / b, elementwise (equal shapes and dtypes)."""
         return self.bind(_ew.div, a, b)[0]
 
     def neg(self, x: EagerTensor) -> EagerTensor:
+        """−x."""
         return self.bind(_ew.neg, x)[0]
 
     def exp(self, x: EagerTensor) -> EagerTensor:
+        """eˣ, elementwise."""
         return self.bind(_ew.exp, x)[0]
 
     def log(self, x: EagerTensor) -> EagerTensor:
+        """The natural logarithm, elementwise (principal branch for complex x)."""
         return self.bind(_ew.log, x)[0]
 
     def sqrt(self, x: EagerTensor) -> EagerTensor:
+        """√x, elementwise (principal branch for complex x)."""
         return self.bind(_ew.sqrt, x)[0]
 
     def conj(self, x: EagerTensor) -> EagerTensor:
@@ -125,33 +135,43 @@ class OpSet(LinalgOps):
         return self.bind(_ew.scale_real, x, alpha=_ew.check_real_scalar("scale_real", alpha))[0]
 
     def square(self, x: EagerTensor) -> EagerTensor:
+        """x², elementwise."""
         return self.bind(_ew.square, x)[0]
 
     def sin(self, x: EagerTensor) -> EagerTensor:
+        """sin x, elementwise."""
         return self.bind(_ew.sin, x)[0]
 
     def cos(self, x: EagerTensor) -> EagerTensor:
+        """cos x, elementwise."""
         return self.bind(_ew.cos, x)[0]
 
     def tan(self, x: EagerTensor) -> EagerTensor:
+        """tan x, elementwise."""
         return self.bind(_ew.tan, x)[0]
 
     def sinh(self, x: EagerTensor) -> EagerTensor:
+        """sinh x, elementwise."""
         return self.bind(_ew.sinh, x)[0]
 
     def cosh(self, x: EagerTensor) -> EagerTensor:
+        """cosh x, elementwise."""
         return self.bind(_ew.cosh, x)[0]
 
     def tanh(self, x: EagerTensor) -> EagerTensor:
+        """tanh x, elementwise."""
         return self.bind(_ew.tanh, x)[0]
 
     def arcsin(self, x: EagerTensor) -> EagerTensor:
+        """arcsin x, elementwise (NumPy's branch)."""
         return self.bind(_ew.arcsin, x)[0]
 
     def arccos(self, x: EagerTensor) -> EagerTensor:
+        """arccos x, elementwise (NumPy's branch)."""
         return self.bind(_ew.arccos, x)[0]
 
     def arctan(self, x: EagerTensor) -> EagerTensor:
+        """arctan x, elementwise (NumPy's branch)."""
         return self.bind(_ew.arctan, x)[0]
 
     def log1p(self, x: EagerTensor) -> EagerTensor:
@@ -163,12 +183,15 @@ class OpSet(LinalgOps):
         return self.bind(_ew.expm1, x)[0]
 
     def arcsinh(self, x: EagerTensor) -> EagerTensor:
+        """arcsinh x, elementwise (NumPy's kernel)."""
         return self.bind(_ew.arcsinh, x)[0]
 
     def arccosh(self, x: EagerTensor) -> EagerTensor:
+        """arccosh x, elementwise (NumPy's kernel)."""
         return self.bind(_ew.arccosh, x)[0]
 
     def arctanh(self, x: EagerTensor) -> EagerTensor:
+        """arctanh x, elementwise (NumPy's kernel)."""
         return self.bind(_ew.arctanh, x)[0]
 
     def exp2(self, x: EagerTensor) -> EagerTensor:
@@ -176,9 +199,11 @@ class OpSet(LinalgOps):
         return self.bind(_ew.exp2, x)[0]
 
     def log2(self, x: EagerTensor) -> EagerTensor:
+        """log₂ x, elementwise."""
         return self.bind(_ew.log2, x)[0]
 
     def log10(self, x: EagerTensor) -> EagerTensor:
+        """log₁₀ x, elementwise."""
         return self.bind(_ew.log10, x)[0]
 
     def angle(self, x: EagerTensor) -> EagerTensor:
@@ -392,6 +417,7 @@ class KernelSession(OpSet):
     __slots__ = ()
 
     def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
+        """Run prim's kernel on plain arrays (structured ones kept where prim knows them)."""
         if any([isinstance(x, Structured) for x in inputs]):
             out = prim.structured(self, *inputs, **params) if prim.structured is not None else NotImplemented
             if out is NotImplemented:
@@ -403,6 +429,7 @@ class KernelSession(OpSet):
         return x
 
     def constant_from(self, t: Any) -> Any:
+        """t's array (a kernel session works on plain arrays)."""
         return t.array if isinstance(t, Tensor) else t
 
 
@@ -420,13 +447,16 @@ class TangentKernelSession(KernelSession):
         self._tangents: dict[int, tuple] = {}  # id(array) -> (array, tangent): the array kept alive
 
     def seed(self, x: Any, tangent: Any) -> None:
+        """Give x the tangent tangent."""
         self._tangents[id(x)] = (x, tangent)
 
     def tangent(self, x: Any) -> Any:
+        """x's tangent, or None."""
         found = self._tangents.get(id(x))
         return found[1] if found is not None and found[0] is x else None
 
     def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
+        """Run prim's kernel and push the inputs' tangents through its JVP."""
         outs = super().bind(prim, *inputs, **params)
         tangents = [self.tangent(x) for x in inputs]
         if any([t is not None for t in tangents]):

@@ -57,6 +57,7 @@ class Primitive:
     structured: Callable[..., Any] | None = None
 
     def flops(self, in_avals: tuple, out_avals: tuple, params: dict) -> float:
+        """The op's cost for the scheduler: ``cost`` when given, else the outputs' size."""
         if self.cost is not None:
             return self.cost(in_avals, out_avals, params)
         return float(sum(math.prod(a.shape) for a in out_avals))
@@ -160,9 +161,11 @@ class RuleSet:
         return RuleSet(self._rules)
 
     def get(self, name: str) -> Rule | None:
+        """The rule of the primitive named name, or None."""
         return self._rules.get(name)
 
     def names(self) -> Iterable[str]:
+        """The names of the primitives with a rule here, sorted."""
         return tuple(sorted(self._rules))
 
     def __contains__(self, name: object) -> bool:

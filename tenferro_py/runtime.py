@@ -55,6 +55,7 @@ class AdContext:
 
     @staticmethod
     def builder() -> "AdContextBuilder":
+        """A builder, as Rust's ``AdContext::builder()``."""
         return AdContextBuilder()
 
     @property
@@ -95,6 +96,7 @@ class AdContextBuilder:
         return self
 
     def build(self) -> AdContext:
+        """The context, with a copy of the rules given."""
         return AdContext(self._rules, self._eps)
 
 
@@ -152,10 +154,12 @@ class EagerRuntime(Transforms):
 
     @classmethod
     def with_ad_context(cls, ad: AdContext) -> "EagerRuntime":
+        """A runtime with the rules and ε of ad, as Rust's ``EagerRuntime::with_ad_context``."""
         return cls(ad)
 
     @property
     def ad_context(self) -> AdContext:
+        """The runtime's AD context."""
         return self._ad
 
     @property

@@ -35,13 +35,16 @@ class Structured:
 
     @property
     def dtype(self) -> np.dtype:
+        """The dtype of the value it stands for."""
         raise NotImplementedError
 
     @property
     def ndim(self) -> int:
+        """The number of axes."""
         return len(self.shape)
 
     def dense(self, s: Any) -> Any:
+        """The value as a plain tensor, made by ops of session s."""
         raise NotImplementedError
 
 
@@ -58,6 +61,7 @@ class Embedded(Structured):
 
     @property
     def dtype(self) -> np.dtype:
+        """The block's dtype."""
         return self.block.dtype
 
     @property
@@ -70,6 +74,7 @@ class Embedded(Structured):
         return tuple((st, st + n) for st, n in zip(self.starts, self.block.shape))
 
     def dense(self, s: Any) -> Any:
+        """The block padded with zeros to the full shape."""
         return s.pad(self.block, self.shape, self.starts, self.strides)
 
     def __repr__(self) -> str:
@@ -94,13 +99,16 @@ class Product(Structured):
 
     @property
     def shape(self) -> tuple[int, ...]:  # type: ignore[override]
+        """(rows of left, columns of right)."""
         return (self.left.shape[0], self.right.shape[1])
 
     @property
     def dtype(self) -> np.dtype:
+        """The factors' dtype."""
         return self.left.dtype
 
     def dense(self, s: Any) -> Any:
+        """The product left · right."""
         return s.einsum([self.left, self.right], "ij,jk->ik")
 
     def __repr__(self) -> str:
@@ -123,6 +131,7 @@ def hull(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tupl
 
 
 def box_size(box: tuple[tuple[int, int], ...]) -> int:
+    """The number of elements of a box of (start, stop) pairs."""
     return math.prod(hi - lo for lo, hi in box)
 
 

@@ -37,7 +37,8 @@ _ids = itertools.count()
 class Owner(Protocol):
     """What a tensor needs of its runtime: the stateful reverse sweep."""
 
-    def accumulate_grads(self, out: "EagerTensor", seed: Any, engine: Any) -> None: ...
+    def accumulate_grads(self, out: "EagerTensor", seed: Any, engine: Any) -> None:
+        """Add the pullback of out with seed into the grad slots of its reachable variables."""
 
 
 class Leaf:
@@ -89,6 +90,7 @@ class EagerTensor:
 
     @property
     def ndim(self) -> int:
+        """The number of axes."""
         return len(self.shape)
 
     @property

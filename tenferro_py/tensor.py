@@ -135,18 +135,22 @@ class Tensor:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The shape, a tuple of ints (``()`` for a scalar)."""
         return self._array.shape
 
     @property
     def dtype(self) -> np.dtype:
+        """The dtype: float64, float32, complex128 or complex64."""
         return self._array.dtype
 
     @property
     def ndim(self) -> int:
+        """The number of axes."""
         return self._array.ndim
 
     @property
     def size(self) -> int:
+        """The number of elements."""
         return self._array.size
 
     def as_slice(self) -> np.ndarray:

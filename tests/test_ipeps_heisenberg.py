@@ -3,7 +3,7 @@ the two-site energy against ctmrg's full network, the fixed-point gradient again
 the step's gauge at the fixed point, the observables, a short optimisation, and the command line (bad
 arguments, --save/--load, damaged files).
 
-The full runs (README, "iPEPS"): ``python examples/ipeps_heisenberg.py`` (D = 2, χ = 16, ~2 s) reaches
+The full runs (docs/models.md, iPEPS): ``python examples/ipeps_heisenberg.py`` (D = 2, χ = 16, ~2 s) reaches
 −0.66023109; ``--D 3 --chi 32``.
 """
 

@@ -148,7 +148,7 @@ def test_transforms(rng):
     np.testing.assert_allclose(tnp.hvp(lambda v: tnp.sum(v**4), x, np.ones(4)), 12 * x**2)
     assert tnp.grad(tnp.grad(tnp.grad(lambda v: v**4)))(2.0) == pytest.approx(48.0)
     assert tnp.grad(lambda v: v * tnp.grad(lambda w: v * w)(v))(3.0) == pytest.approx(6.0)  # no perturbation confusion
-    assert tnp.grad(lambda z: tnp.abs(z) ** 2)(3 + 4j) == pytest.approx(6 + 8j)  # the README's convention
+    assert tnp.grad(lambda z: tnp.abs(z) ** 2)(3 + 4j) == pytest.approx(6 + 8j)  # docs/complex.md's convention
     np.testing.assert_array_equal(tnp.grad(lambda v: 3.0)(x), np.zeros(4))  # a constant function
 
 

@@ -1,7 +1,7 @@
 """SVD and eigh where spectral rules usually break: exactly repeated and zero values, extreme
 scales, inf and NaN input, and complex Hermitian eigh.
 
-What the rules promise (README, "The SVD and eigh rules"), tested here against central
+What the rules promise (docs/spectral.md), tested here against central
 differences:
 
 * At exactly repeated values, and at zero ones, the JVP and VJP are the true derivative of

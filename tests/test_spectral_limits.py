@@ -1,7 +1,7 @@
 """Where the spectral rules meet their limits: the truncated Krylov SVD's derivative at small kept
 values (against the exact derivative, built from known factors), zero-size factorisations,
 subnormal and huge matrices, and the full SVD's second derivative of a truncated loss when many
-values lie at rounding level (exact along the directions README names, bounded along the rest)."""
+values lie at rounding level (exact along the directions docs/spectral.md names, bounded along the rest)."""
 
 import numpy as np
 import pytest
@@ -228,7 +228,7 @@ def test_second_derivative_of_a_truncated_loss_through_the_full_svd(rng):
     """s_i = 0.8^i (46 of 170 values below 1e-12 · s₁), U_k √S_k V_kᵀ with k = 12: the Krylov
     second derivative is the central difference's; the full SVD's is right along directions that
     leave the block of values below 1e-8 · s₁ alone, and off by 20–30 % (bounded here by 50 %)
-    along one that splits them, whose coupling its broadened rule drops (README)."""
+    along one that splits them, whose coupling its broadened rule drops (docs/spectral.md)."""
     m, n, k = 200, 170, 12
     a, q1, q2, values = factors(rng, m, n, 0.8 ** np.arange(n))
     w, d = rng.standard_normal((m, n)), rng.standard_normal((m, n))

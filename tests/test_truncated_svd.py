@@ -30,7 +30,7 @@ def decaying(n, multiplet_at=None, size=1):
 
 def geometric(n):
     """Values down to ~1e-6 of the largest, none at rounding level: the full SVD's own second
-    derivative is accurate there (with values at rounding level it is noise: see the README)."""
+    derivative is accurate there (with values at rounding level it is noise: see docs/truncated.md)."""
     return np.exp(-0.08 * np.arange(n))
 
 
@@ -161,7 +161,7 @@ def test_any_scale(rng, scale):
 
 def test_trg_numbers_agree_with_the_full_svd():
     """χ = 16, 20 steps (the Krylov path from the 256 × 256 steps on): lnZ/N to 1e-12, u to 1e-10,
-    c_ad to 1e-8, as README promises."""
+    c_ad to 1e-8, as docs/truncated.md promises."""
     ks = trg.schedule(16, 20)
     for beta in (0.3, 0.5):
         full = trg.value_grad_and_curvature(beta, ks)

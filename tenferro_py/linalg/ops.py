@@ -53,7 +53,7 @@ class LinalgOps:
         ``k``: only the k leading triplets, (u (m, k), s (k,), vt (k, n)). ``method="full"`` slices
         the full SVD; ``method="krylov"`` computes them by a block Krylov method (falling back to
         the full SVD where that is faster or it does not converge), with exact derivatives that
-        take the discarded subspace into account without computing it (README, "Truncated SVD").
+        take the discarded subspace into account without computing it (docs/truncated.md).
         """
         x = self._operand("svd", x)
         if derivative_eps is not None:
@@ -93,7 +93,7 @@ class LinalgOps:
         ``k``: only the k pairs of largest |w| of a matrix, by |w| descending (w (k,), v (n, k)).
         ``method="full"`` slices the full eigh; ``method="krylov"`` computes them by a block Krylov
         method (falling back to the full eigh where that is faster or it does not converge), with
-        the same derivatives, the discarded subspace's share by solves (README, "Truncated eigh").
+        the same derivatives, the discarded subspace's share by solves (docs/truncated.md).
         """
         if method not in ("full", "krylov"):
             raise InvalidArgument("eigh", "method 'full' or 'krylov'", repr(method))

@@ -20,6 +20,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser with the one-line usage error (exit status 2)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        """A bad argument: one line on stderr and exit status 2, without the usage block."""
         self.exit(2, f"{self.prog}: {message}\n")
 
 

@@ -27,9 +27,8 @@ from .trg import Thermo, initial
 __all__ = ["BETA_RANGE", "Thermo", "initial", "log_trace", "program", "schedule", "step", "thermodynamics"]
 
 BETA_RANGE = (1e-14, 150.0)
-"""The βs where u and c are finite. Measured on grids over [1e-300, 200] at χ = 16, 30 steps and χ = 4,
-6 steps (and inside at χ = 2, 10 and χ = 8, 12): u and c are NaN at and below 1e-17 (T₀'s spectrum no
-longer resolved), and from β ≈ 178 on T₀'s entries, ~e^(4β), overflow and eigh refuses them."""
+"""The βs where u and c are finite: below, T₀'s spectrum is no longer resolved; above, its entries
+overflow (how the bounds were measured: docs/models.md, HOTRG)."""
 
 
 def schedule(chi: int, steps: int) -> list[int]:

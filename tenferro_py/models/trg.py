@@ -37,13 +37,9 @@ __all__ = [
 
 DEFAULT_BETAS = (0.3, 0.4, 0.44, 0.5, 0.6)
 BETA_RANGE = (1e-14, 8.0)
-"""The βs where lnZ/N, u and c are finite. Outside, double precision no longer resolves the first step's
-spectrum: its second singular value, ~2β of the first, rounds to 0 below β ≈ 5e-17, and its two largest,
-2^-1/2 each, split by ~e^(−4β), merge from β ≈ 9.18 on; u and c come out NaN (from β ≈ 178 on, T₀'s
-squared entries, ~e^(4β), overflow in its norm and the SVD refuses it). Measured on grids over
-[1e-17, 10] at 11 settings from χ = 1, 1 step to χ = 32, 8 steps and χ = 4, 30 steps (c by AD; by
-difference at χ = 4 and 16): the bounds keep a factor ~100 from both edges (in 2β and in e^(−4β)).
-χ = 2 over many steps is not finite even inside, at high temperature."""
+"""The βs where lnZ/N, u and c are finite: outside, double precision no longer resolves the first
+step's spectrum (how the bounds were measured: docs/sweep.md). χ = 2 over many steps is not finite
+even inside, at high temperature."""
 STRUCTURAL_RANKS = (2, 4, 4)  # ranks of the first three steps' matrices; beyond them s = 0 exactly
 SVD_METHODS = ("full", "krylov")
 
@@ -110,7 +106,7 @@ def step(
     """One TRG step: (T', ln‖T‖) with T' of bond dimension k built from T / ‖T‖.
 
     ``svd``: each SVD's k leading triplets from the full SVD or the block Krylov method
-    (README, "Truncated SVD"). ``spectra``, when given, receives the singular values of both
+    (docs/truncated.md). ``spectra``, when given, receives the singular values of both
     SVDs (all of them with "full", the k kept with "krylov", which computes only those).
     """
     d = t.shape[0]

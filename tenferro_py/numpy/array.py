@@ -35,6 +35,7 @@ def session(op: str) -> EagerSession:
 
 
 def in_session() -> bool:
+    """Whether a session runs in this thread (tnp's functions then return its arrays)."""
     return current_session() is not None
 
 
@@ -64,14 +65,17 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The shape, as NumPy's."""
         return self.tensor.shape
 
     @property
     def ndim(self) -> int:
+        """The number of axes."""
         return len(self.tensor.shape)
 
     @property
     def size(self) -> int:
+        """The number of elements."""
         n = 1
         for d in self.tensor.shape:
             n *= d
@@ -79,18 +83,22 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
 
     @property
     def dtype(self) -> np.dtype:
+        """The dtype (float64, float32, complex128 or complex64)."""
         return self.tensor.dtype
 
     @property
     def T(self) -> "ndarray":  # noqa: N802
+        """The transpose (axes reversed), as NumPy's ``.T``."""
         return transpose(self)
 
     @property
     def real(self) -> "ndarray":
+        """The real part, differentiable."""
         return wrap(session("real").real(self.tensor))
 
     @property
     def imag(self) -> "ndarray":
+        """The imaginary part, differentiable."""
         return wrap(session("imag").imag(self.tensor))
 
     def __len__(self) -> int:
@@ -144,9 +152,11 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
                                        interop.tnp_name(func.__name__, module))
 
     def item(self) -> Any:
+        """The value as a Python number; a tracked array refuses (``TrackedConversion``)."""
         return untracked_value(self, "x.item()").item()
 
     def tolist(self) -> Any:
+        """The values as nested lists; a tracked array refuses (``TrackedConversion``)."""
         return untracked_value(self, "x.tolist()").tolist()
 
     def __float__(self) -> float:
@@ -241,51 +251,65 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
     # --- methods as NumPy's ---------------------------------------------------------------
 
     def reshape(self, *shape, order: str = "C") -> "ndarray":
+        """NumPy's reshape, row-major by default (``order='F'``: column-major)."""
         return reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
 
     def ravel(self, order: str = "C") -> "ndarray":
+        """The array flattened, row-major by default."""
         return reshape(self, (-1,), order=order)
 
     def flatten(self, order: str = "C") -> "ndarray":
+        """The array flattened, row-major by default (no copy is needed: arrays are immutable)."""
         return reshape(self, (-1,), order=order)
 
     def transpose(self, *axes) -> "ndarray":
+        """NumPy's transpose: axes reversed, or permuted as given."""
         return transpose(self, axes[0] if len(axes) == 1 else (axes or None))
 
     def conj(self) -> "ndarray":
+        """The complex conjugate, differentiable."""
         return wrap(session("conj").conj(self.tensor))
 
     conjugate = conj
 
     def astype(self, dtype) -> "ndarray":
+        """NumPy's astype, to a float or complex dtype."""
         return astype(self, dtype)
 
     def copy(self) -> "ndarray":
+        """The array itself: arrays never change, so a copy is the same array."""
         return self
 
     def squeeze(self, axis=None) -> "ndarray":
+        """NumPy's squeeze: axes of length 1 removed."""
         return squeeze(self, axis)
 
     def dot(self, other) -> "ndarray":
+        """NumPy's dot with other."""
         return dot(self, other)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported) -> "ndarray":
+        """NumPy's sum over axis (None: all); ``initial=`` and ``where=`` are refused."""
         refuse_options("sum", unsupported)
         return reduce("sum", self, axis, keepdims, dtype, out)
 
     def mean(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported) -> "ndarray":
+        """NumPy's mean over axis (None: all); ``where=`` is refused."""
         refuse_options("mean", unsupported)
         return reduce("mean", self, axis, keepdims, dtype, out)
 
     def prod(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported) -> "ndarray":
+        """NumPy's prod over axis (None: all), exact at zeros; ``initial=`` and ``where=`` are refused."""
         refuse_options("prod", unsupported)
         return reduce("prod", self, axis, keepdims, dtype, out)
 
     def max(self, axis=None, out=None, keepdims=False, **unsupported) -> "ndarray":
+        """NumPy's max over axis; a maximum attained more than once shares the derivative."""
         refuse_options("max", unsupported)
         return reduce("max", self, axis, keepdims, None, out)
 
     def min(self, axis=None, out=None, keepdims=False, **unsupported) -> "ndarray":
+        """NumPy's min over axis; a minimum attained more than once shares the derivative."""
         refuse_options("min", unsupported)
         return reduce("min", self, axis, keepdims, None, out)
 
@@ -324,12 +348,15 @@ class IndexUpdate:
         self.array, self.key = array, key
 
     def get(self) -> ndarray:
+        """x[key], as JAX's ``x.at[key].get()``."""
         return getitem(self.array, self.key)
 
     def set(self, values: Any) -> ndarray:
+        """A new array: x with x[key] replaced by values, differentiable in both."""
         return self._update("at.set", values, updates.set_at)
 
     def add(self, values: Any) -> ndarray:
+        """A new array: x with values added at x[key] (repeated indices add up), differentiable in both."""
         return self._update("at.add", values, updates.add_at)
 
     def _update(self, op: str, values: Any, how: Callable[..., EagerTensor]) -> ndarray:
@@ -346,6 +373,7 @@ class IndexUpdate:
 
 
 def wrap(t: EagerTensor) -> ndarray:
+    """The session's tensor as a tnp array."""
     return ndarray(t)
 
 
@@ -434,6 +462,7 @@ def broadcast_to_shape(s: EagerSession, t: EagerTensor, shape: tuple[int, ...]) 
 
 
 def broadcast_shapes(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy's broadcast of shapes, or a ``ShapeMismatch`` naming op."""
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -471,6 +500,7 @@ def power(a: Any, b: Any) -> Any:
 
 
 def astype(x: Any, dtype: Any) -> Any:
+    """NumPy's astype, to a float or complex dtype (an int or bool dtype is a ``DTypeMismatch``)."""
     if not isinstance(x, ndarray):
         return np.asarray(x).astype(dtype)
     target = np.dtype(dtype)
@@ -483,12 +513,14 @@ def astype(x: Any, dtype: Any) -> Any:
 
 
 def normalize_axis(op: str, axis: int, ndim: int) -> int:
+    """axis in [0, ndim), from NumPy's [-ndim, ndim), or an ``InvalidArgument`` naming op."""
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool) or not -ndim <= axis < ndim:
         raise InvalidArgument(op, f"an axis in [{-ndim}, {ndim})", repr(axis))
     return int(axis) % ndim
 
 
 def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    """The axes (None: all) in [0, ndim), each once, or an ``InvalidArgument`` naming op."""
     if axis is None:
         return tuple(range(ndim))
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
@@ -499,6 +531,7 @@ def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
 
 
 def transpose(x: Any, axes: Any = None) -> Any:
+    """NumPy's transpose: axes reversed, or permuted as given."""
     if not isinstance(x, ndarray):
         return np.transpose(x, axes)
     perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(normalize_axis("transpose", a, x.ndim)
@@ -689,6 +722,7 @@ def stack_nested(obj: Any) -> Any:
 
 
 def squeeze(a: Any, axis: Any = None) -> Any:
+    """NumPy's squeeze: axes of length 1 removed (those of axis, or all)."""
     if not tracked(a):
         return np.squeeze(a, axis)
     x = as_array("squeeze", a)

@@ -116,22 +116,27 @@ def logaddexp(x1: Any, x2: Any) -> Any:
 
 
 def reciprocal(x: Any) -> Any:
+    """NumPy's reciprocal, 1/x."""
     return np.reciprocal(x) if not tracked(x) else divide(1.0, x)
 
 
 def add(a: Any, b: Any) -> Any:
+    """NumPy's add, broadcast and promoted as NumPy does."""
     return binary("add", a, b)
 
 
 def subtract(a: Any, b: Any) -> Any:
+    """NumPy's subtract, broadcast and promoted as NumPy does."""
     return binary("sub", a, b)
 
 
 def multiply(a: Any, b: Any) -> Any:
+    """NumPy's multiply, broadcast and promoted as NumPy does."""
     return binary("mul", a, b)
 
 
 def divide(a: Any, b: Any) -> Any:
+    """NumPy's true divide, broadcast and promoted as NumPy does."""
     return binary("div", a, b)
 
 
@@ -165,6 +170,7 @@ def where(condition: Any, x: Any, y: Any) -> Any:
 
 
 def clip(a: Any, a_min: Any, a_max: Any) -> Any:
+    """NumPy's clip, as maximum then minimum (a bound that is None is left out)."""
     if not tracked(a):
         return np.clip(a, a_min, a_max)
     out = a
@@ -179,14 +185,17 @@ def clip(a: Any, a_min: Any, a_max: Any) -> Any:
 
 
 def sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
+    """NumPy's sum over axis (None: all), keepdims as NumPy's."""
     return reduce("sum", a, axis, keepdims, dtype, out)
 
 
 def mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """NumPy's mean over axis (None: all), keepdims as NumPy's."""
     return reduce("mean", a, axis, keepdims, dtype, out)
 
 
 def prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """NumPy's prod over axis (None: all), exact at zeros at every order."""
     return reduce("prod", a, axis, keepdims, dtype, out)
 
 
@@ -221,6 +230,7 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
 
 
 def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    """NumPy's std: the square root of ``var``."""
     a = stack_nested(a)
     if not tracked(a):
         return np.std(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
@@ -269,22 +279,27 @@ def from_dlpack(x: Any) -> Any:
 
 
 def zeros(shape: Any, dtype: Any = float) -> np.ndarray:
+    """NumPy's zeros: a constant."""
     return np.zeros(shape, dtype)
 
 
 def ones(shape: Any, dtype: Any = float) -> np.ndarray:
+    """NumPy's ones: a constant."""
     return np.ones(shape, dtype)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> np.ndarray:
+    """NumPy's full: a constant."""
     return np.full(shape, fill_value, dtype)
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = float) -> np.ndarray:
+    """NumPy's eye: a constant."""
     return np.eye(n, m, k, dtype)
 
 
 def arange(*args: Any, **kwargs: Any) -> np.ndarray:
+    """NumPy's arange: a constant."""
     return np.arange(*args, **kwargs)
 
 
@@ -319,10 +334,12 @@ def nan_to_num(x: Any, nan: float = 0.0, posinf: Any = None, neginf: Any = None)
 
 
 def zeros_like(a: Any, dtype: Any = None) -> np.ndarray:
+    """Zeros of a's shape and dtype: a constant."""
     return np.zeros(np.shape(a), dtype if dtype is not None else _dtype_of(a))
 
 
 def ones_like(a: Any, dtype: Any = None) -> np.ndarray:
+    """Ones of a's shape and dtype: a constant."""
     return np.ones(np.shape(a), dtype if dtype is not None else _dtype_of(a))
 
 
@@ -334,10 +351,12 @@ def _dtype_of(a: Any) -> np.dtype:
 
 
 def ravel(a: Any) -> Any:
+    """The array flattened, row-major."""
     return reshape(a, (-1,))
 
 
 def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    """NumPy's swapaxes."""
     if not tracked(a):
         return np.swapaxes(a, axis1, axis2)
     x = asarray(a)
@@ -348,6 +367,7 @@ def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
 
 
 def moveaxis(a: Any, source: Any, destination: Any) -> Any:
+    """NumPy's moveaxis: the source axes to the destinations, the others in order."""
     if not tracked(a):
         return np.moveaxis(a, source, destination)
     x = asarray(a)
@@ -362,6 +382,7 @@ def moveaxis(a: Any, source: Any, destination: Any) -> Any:
 
 
 def expand_dims(a: Any, axis: Any) -> Any:
+    """NumPy's expand_dims: axes of length 1 inserted."""
     if not tracked(a):
         return np.expand_dims(a, axis)
     x = asarray(a)
@@ -369,6 +390,7 @@ def expand_dims(a: Any, axis: Any) -> Any:
 
 
 def broadcast_to(a: Any, shape: Any) -> Any:
+    """NumPy's broadcast_to; the derivative sums over the broadcast axes."""
     if not tracked(a):
         return np.broadcast_to(a, shape)
     s = session("broadcast_to")
@@ -376,6 +398,7 @@ def broadcast_to(a: Any, shape: Any) -> Any:
 
 
 def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
+    """NumPy's concatenate along axis, dtypes promoted as NumPy does."""
     if not tracked(*arrays):
         return np.concatenate(arrays, axis)
     s = session("concatenate")
@@ -387,6 +410,7 @@ def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
 
 
 def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
+    """NumPy's stack: the arrays joined along a new axis."""
     if not tracked(*arrays):
         return np.stack(arrays, axis)
     xs = [asarray(a) for a in arrays]
@@ -395,6 +419,7 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
 
 
 def hstack(arrays: Sequence[Any]) -> Any:
+    """NumPy's hstack."""
     if not tracked(*arrays):
         return np.hstack(arrays)
     xs = [asarray(a) for a in arrays]
@@ -403,6 +428,7 @@ def hstack(arrays: Sequence[Any]) -> Any:
 
 
 def vstack(arrays: Sequence[Any]) -> Any:
+    """NumPy's vstack."""
     if not tracked(*arrays):
         return np.vstack(arrays)
     xs = [asarray(a) for a in arrays]
@@ -410,12 +436,14 @@ def vstack(arrays: Sequence[Any]) -> Any:
 
 
 def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """NumPy's diagonal (offset, axis1, axis2), as a gather of its positions."""
     if not tracked(a):
         return np.diagonal(a, offset, axis1, axis2)
     return rearranged("diagonal", asarray(a), lambda p: np.diagonal(p, offset, axis1, axis2))
 
 
 def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """NumPy's trace: the sum of the diagonal."""
     if not tracked(a):
         return np.trace(a, offset, axis1, axis2)
     return sum(diagonal(a, offset, axis1, axis2), -1)
@@ -439,6 +467,7 @@ def diag(v: Any, k: int = 0) -> Any:
 
 
 def triu(m: Any, k: int = 0) -> Any:
+    """NumPy's triu: the upper triangle from the k-th diagonal, zeros below."""
     if not tracked(m):
         return np.triu(m, k)
     x = asarray(m)
@@ -446,6 +475,7 @@ def triu(m: Any, k: int = 0) -> Any:
 
 
 def tril(m: Any, k: int = 0) -> Any:
+    """NumPy's tril: the lower triangle to the k-th diagonal, zeros above."""
     if not tracked(m):
         return np.tril(m, k)
     x = asarray(m)
@@ -453,6 +483,7 @@ def tril(m: Any, k: int = 0) -> Any:
 
 
 def flip(m: Any, axis: Any = None) -> Any:
+    """NumPy's flip along axis (None: all)."""
     if not tracked(m):
         return np.flip(m, axis)
     x = asarray(m)
@@ -460,32 +491,38 @@ def flip(m: Any, axis: Any = None) -> Any:
 
 
 def flipud(m: Any) -> Any:
+    """NumPy's flipud: flip along axis 0."""
     return flip(m, 0) if tracked(m) else np.flipud(m)
 
 
 def fliplr(m: Any) -> Any:
+    """NumPy's fliplr: flip along axis 1."""
     return flip(m, 1) if tracked(m) else np.fliplr(m)
 
 
 def roll(a: Any, shift: Any, axis: Any = None) -> Any:
+    """NumPy's roll, as a gather of the rolled positions."""
     if not tracked(a):
         return np.roll(a, shift, axis)
     return rearranged("roll", asarray(a), lambda p: np.roll(p, shift, axis))
 
 
 def rot90(m: Any, k: int = 1, axes: Any = (0, 1)) -> Any:
+    """NumPy's rot90, as a gather of the rotated positions."""
     if not tracked(m):
         return np.rot90(m, k, axes)
     return rearranged("rot90", asarray(m), lambda p: np.rot90(p, k, axes))
 
 
 def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
+    """NumPy's repeat, as a gather (its derivative sums the repeats)."""
     if not tracked(a):
         return np.repeat(a, repeats, axis)
     return rearranged("repeat", asarray(a), lambda p: np.repeat(p, repeats, axis))
 
 
 def tile(a: Any, reps: Any) -> Any:
+    """NumPy's tile, as a gather (its derivative sums the tiles)."""
     if not tracked(a):
         return np.tile(a, reps)
     return rearranged("tile", asarray(a), lambda p: np.tile(p, reps))
@@ -495,6 +532,7 @@ def tile(a: Any, reps: Any) -> Any:
 
 
 def inner(a: Any, b: Any) -> Any:
+    """NumPy's inner: the sum over the last axes of a and b."""
     if not tracked(a, b):
         return np.inner(a, b)
     x, y = asarray(a), asarray(b)
@@ -504,12 +542,14 @@ def inner(a: Any, b: Any) -> Any:
 
 
 def outer(a: Any, b: Any) -> Any:
+    """NumPy's outer of the flattened a and b."""
     if not tracked(a, b):
         return np.outer(a, b)
     return einsum("i,j->ij", ravel(asarray(a)), ravel(asarray(b)))
 
 
 def kron(a: Any, b: Any) -> Any:
+    """NumPy's kron of two matrices."""
     if not tracked(a, b):
         return np.kron(a, b)
     x, y = asarray(a), asarray(b)

@@ -44,6 +44,7 @@ _OFFERED: dict[str, frozenset[str]] = {}
 
 
 def offer_names(namespace: str, names: Iterable[str]) -> None:
+    """Record the names tnp offers for NumPy's namespace (used to name tnp's function in a refusal)."""
     _OFFERED[namespace] = frozenset(names)
 
 

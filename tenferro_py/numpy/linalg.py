@@ -1,7 +1,7 @@
 """numpy.linalg's functions on tnp arrays (svd, eigh, qr, solve, inv, norm, det, slogdet, cholesky,
 lstsq, pinv, eig, ...), as the session's linalg ops.
 
-Their rules are the session's (README, "The SVD and eigh rules"). ``svd`` returns (u, s, vh)
+Their rules are the session's (docs/spectral.md). ``svd`` returns (u, s, vh)
 as NumPy's: ``full_matrices=True`` (NumPy's default) completes a rectangular matrix's thin
 factors with an orthonormal basis of their complement, which has no derivative (any rotation
 of it is as good), so a derivative through it is refused (Unsupported, saying why); use
@@ -24,6 +24,7 @@ __all__ += ["cholesky", "det", "eigvalsh", "lstsq", "matrix_power", "slogdet", "
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
+    """NumPy's svd; differentiate through u and vh with ``full_matrices=False`` (the added columns have none)."""
     if not tracked(a):
         return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)  # type: ignore[call-overload]
     s = session("svd")
@@ -69,6 +70,7 @@ def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
+    """NumPy's qr, mode 'reduced' only, with R's diagonal real and ≥ 0 (the derivative's convention)."""
     if not tracked(a):
         return np.linalg.qr(a, mode)  # type: ignore[call-overload]
     if mode != "reduced":
@@ -79,6 +81,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
 
 
 def solve(a: Any, b: Any) -> Any:
+    """NumPy's solve: x with a x = b (b a vector only when 1-D, as NumPy ≥ 2)."""
     if not tracked(a, b):
         return np.linalg.solve(a, b)
 
@@ -88,6 +91,7 @@ def solve(a: Any, b: Any) -> Any:
 
 
 def inv(a: Any) -> Any:
+    """NumPy's inv; a singular matrix is a ``LinalgError``."""
     if not tracked(a):
         return np.linalg.inv(a)
     s = session("inv")

@@ -38,9 +38,11 @@ class TenferroHandler:
             raise InvalidArgument("TenferroHandler", "device 'cpu' (the library runs on the host)", repr(device))
 
     def to_variable(self, x: Any) -> np.ndarray:
+        """The array as NumPy data (the handler's transforms track it)."""
         return np.asarray(x)
 
     def to_constant(self, x: Any) -> np.ndarray:
+        """The array as NumPy data."""
         return np.asarray(x)
 
     def setup_fn(self, fn_: Callable[[Any], Any]) -> None:
@@ -53,11 +55,13 @@ class TenferroHandler:
         return leaves, ref, lambda *xs: self._fn(tree_unflatten(list(xs), ref))
 
     def value(self, arrays: Any) -> np.ndarray:
+        """The loss at arrays, without a derivative."""
         leaves, _, loss = self._flat(arrays)
         with session():
             return np.asarray(value_of(fn.asarray(loss(*[fn.asarray(x) for x in leaves]))))
 
     def value_and_grad(self, arrays: Any) -> tuple[np.ndarray, Any]:
+        """The loss at arrays and its gradient, in the arrays' tree."""
         leaves, ref, loss = self._flat(arrays)
         value, grads = value_and_grad(loss, argnums=tuple(range(len(leaves))))(*leaves)
         return value, tree_unflatten(grads, ref)

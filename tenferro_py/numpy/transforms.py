@@ -98,7 +98,7 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = Non
     """f's value and its gradient with respect to the arguments at ``argnums`` (``argnum``, as
     autograd spells it), for f returning a real scalar; keyword arguments pass to f, not
     differentiated (as JAX). The gradient of complex arguments is ∂L/∂Re z + i ∂L/∂Im z
-    (README: the complex convention)."""
+    (docs/complex.md: the complex convention)."""
     wanted = argnum if argnum is not None else argnums
 
     def transformed(*args: Any, **kwargs: Any) -> tuple[Any, Any]:

@@ -29,6 +29,7 @@ RULES = RuleSet()
 
 
 def same_aval(x: Aval, **params: object) -> tuple[Aval]:
+    """Shape inference of an elementwise op of one operand: the operand's shape and dtype."""
     return (x,)
 
 
@@ -194,10 +195,12 @@ def full_like(s, x, value):
 
 
 def one_plus(s, x):
+    """1 + x, in session ops."""
     return s.add(full_like(s, x, 1), x)
 
 
 def one_minus(s, x):
+    """1 − x, in session ops."""
     return s.sub(full_like(s, x, 1), x)
 
 

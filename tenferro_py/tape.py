@@ -70,12 +70,12 @@ class EagerTensor:
     """A value in one :class:`~tenferro_py.EagerRuntime`: tracked or constant.
 
     Tracked tensors are variables (made by ``variable_from``) or results of ops with a
-    tracked input; constants carry no derivative. ``runtime``, ``aval`` (``shape`` and
-    ``dtype``) and ``payload`` (the array, or on a wide engine its kernel's Pending output)
+    tracked input; constants carry no derivative. ``runtime``, ``aval`` (``shape``, ``dtype``,
+    ``ndim``) and ``payload`` (the array, or on a wide engine its kernel's Pending output)
     are read-only by convention: an op makes a new tensor, it never changes one.
     """
 
-    __slots__ = ("runtime", "payload", "aval", "shape", "dtype", "_node", "_index")
+    __slots__ = ("runtime", "payload", "aval", "shape", "dtype", "ndim", "_node", "_index")
 
     def __init__(self, rt: Owner, value: "np.ndarray | Pending", aval: Aval, node: Leaf | Node | None = None,
                  index: int = 0):
@@ -84,12 +84,9 @@ class EagerTensor:
         self.aval = aval
         self.shape = aval.shape
         self.dtype = aval.dtype
+        self.ndim = len(aval.shape)
         self._node = node
         self._index = index
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
 
     @property
     def is_tracked(self) -> bool:

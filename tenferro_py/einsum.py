@@ -314,9 +314,13 @@ def check_optimize(optimize: object, count: int) -> tuple:
     opt_einsum strategy and its memory limit (True is 'greedy', as in NumPy; a (strategy, limit)
     pair limits the intermediates' size, as in NumPy), or an explicit path ("path", steps): NumPy's
     ['einsum_path', (i, j), ...] or a bare list of steps, each a tuple of positions in the list of
-    operands left, checked; False (NumPy's unoptimised einsum) is the one step of all operands."""
+    operands left, checked; False (NumPy's unoptimised einsum) is the one step of all operands; or a
+    planner ("planner", it): any callable of opt_einsum's PathOptimizer protocol, ``planner(inputs,
+    output, size_dict, memory_limit) -> path`` (opt_einsum's optimisers and path functions,
+    cotengra's HyperOptimizer and ReusableHyperOptimizer), asked once per subscripts and shapes."""
     expected = ("optimize: False, True, a strategy name ('greedy', 'optimal' or another of opt_einsum's), a "
-                "(strategy, memory limit) pair, or a path ['einsum_path', (i, j), ...]")
+                "(strategy, memory limit) pair, a path ['einsum_path', (i, j), ...], or a path optimiser "
+                "(opt_einsum's or cotengra's)")
 
     def strategy(name: object) -> bool:
         try:
@@ -330,6 +334,8 @@ def check_optimize(optimize: object, count: int) -> tuple:
         return ("greedy", None)
     if strategy(optimize):
         return (optimize, None)
+    if callable(optimize):
+        return ("planner", optimize)
     if not isinstance(optimize, (list, tuple)):
         raise InvalidArgument("einsum", expected, repr(optimize))
     if len(optimize) == 2 and strategy(optimize[0]):
@@ -352,6 +358,21 @@ def check_optimize(optimize: object, count: int) -> tuple:
     return ("path", tuple(tuple(int(i) for i in step) for step in steps))
 
 
+def planned(planner: Callable, inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]) -> tuple:
+    """The path a planner (opt_einsum's PathOptimizer protocol) gives for these subscripts, checked
+    as an explicit path is."""
+    size_dict = {c: n for sub, shape in zip(inputs, shapes) for c, n in zip(sub, shape)}
+    try:
+        path = planner([frozenset(sub) for sub in inputs], frozenset(output), size_dict, None)
+    except Exception as err:
+        raise InvalidArgument("einsum", "a path optimiser that plans these subscripts",
+                              f"{type(planner).__name__} raising {type(err).__name__}: {err}") from err
+    if not isinstance(path, (list, tuple)):
+        raise InvalidArgument("einsum", "a path optimiser returning a path, a list of tuples of positions",
+                              f"{type(planner).__name__} returning {path!r}")
+    return check_optimize(list(path), len(inputs))
+
+
 @functools.lru_cache(maxsize=4096)
 def pairwise_steps(
     inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...], optimize: tuple = AUTO
@@ -363,6 +384,8 @@ def pairwise_steps(
     remaining operands and appends their contraction.
     """
     kind, argument = optimize
+    if kind == "planner":
+        kind, argument = planned(argument, inputs, output, shapes)
     path = [tuple(step) for step in argument] if kind == "path" else kind
     _, info = opt_einsum.contract_path(",".join(inputs) + "->" + output, *shapes, shapes=True, optimize=path,
                                        memory_limit=None if kind == "path" else argument)
@@ -371,6 +394,17 @@ def pairwise_steps(
         lhs, rhs = spec.split("->")
         steps.append((tuple(positions), tuple(lhs.split(",")), rhs))
     return tuple(steps)
+
+
+def numpy_path(subscripts: object, shapes: Sequence[tuple[int, ...]], optimize: object) -> list:
+    """numpy.einsum's explicit path ['einsum_path', (i, j), ...] for the request ``optimize``
+    (:func:`check_optimize`), planned and cached as a session's einsum is: for a planner object,
+    which numpy.einsum does not take."""
+    inputs, output = parse(subscripts, shapes)
+    if len(shapes) <= 2:
+        return ["einsum_path", tuple(range(len(shapes)))]
+    steps = pairwise_steps(inputs, output, tuple(map(tuple, shapes)), check_optimize(optimize, len(shapes)))
+    return ["einsum_path", *(positions for positions, _, _ in steps)]
 
 
 def contract(s, operands: list, subscripts: object, optimize: object = "auto"):

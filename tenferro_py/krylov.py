@@ -52,7 +52,7 @@ NUMERICAL_ZERO = 1e-14
 _SEED = 20240601
 
 
-def _orthonormal_columns(w: np.ndarray, basis: np.ndarray | None) -> np.ndarray:
+def orthonormal_columns(w: np.ndarray, basis: np.ndarray | None) -> np.ndarray:
     """w's columns orthonormalised against ``basis`` and each other (twice: "twice is enough")."""
     for _ in range(2):
         if basis is not None:
@@ -74,9 +74,9 @@ def _krylov(a: np.ndarray, k: int, tol: float) -> tuple | None:
     start = np.random.default_rng(_SEED).standard_normal((n, b))
     if a.dtype.kind == "c":
         start = start + 1j * np.random.default_rng(_SEED + 1).standard_normal((n, b))
-    basis = _orthonormal_columns(start.astype(a.dtype), None)
+    basis = orthonormal_columns(start.astype(a.dtype), None)
     image = a @ basis
-    left_basis = _orthonormal_columns(image, None)
+    left_basis = orthonormal_columns(image, None)
     while True:
         left, values, right_h = np.linalg.svd(image, full_matrices=False)
         watched = min(len(values), k + 2 * b)  # the kept triplets and the next ones deflation may take
@@ -95,10 +95,10 @@ def _krylov(a: np.ndarray, k: int, tol: float) -> tuple | None:
                 return None  # a cut this narrow is resolved to rounding by the full SVD only
         if basis.shape[1] + b > budget:
             return None
-        block = _orthonormal_columns(a.conj().T @ left_basis[:, -b:], basis)
+        block = orthonormal_columns(a.conj().T @ left_basis[:, -b:], basis)
         basis = np.hstack([basis, block])
         image = np.hstack([image, a @ block])
-        left_basis = np.hstack([left_basis, _orthonormal_columns(image[:, -b:], left_basis)])
+        left_basis = np.hstack([left_basis, orthonormal_columns(image[:, -b:], left_basis)])
 
 
 def truncated_svd(a: np.ndarray, k: int, tol: float = TOLERANCE) -> tuple[np.ndarray, ...]:

@@ -163,8 +163,38 @@ class Tensor:
             raise ShapeMismatch("Tensor.item", "a tensor of one element", f"shape {list(self.shape)}")
         return self._array.item()
 
-    def __array__(self, dtype: npt.DTypeLike | None = None, copy: object = None) -> np.ndarray:
-        return np.array(self._array, dtype=dtype)
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy's array protocol: the tensor's own buffer, read-only, where no copy is needed (a
+        matching dtype) nor asked for (``copy=True``); else a writable copy."""
+        target = self.dtype if dtype is None else np.dtype(dtype)  # type: ignore[call-overload]
+        if copy is not True and target == self.dtype:
+            return self._array
+        if copy is False:
+            raise ValueError(f"Tensor.__array__: a {self.dtype} tensor as {target} needs a copy")
+        return np.array(self._array, dtype=target)
+
+    def __dlpack__(self, *, stream: object = None, max_version: tuple[int, int] | None = None,
+                   dl_device: object = None, copy: bool | None = None) -> object:
+        """DLPack (``torch.from_dlpack(t)``, ``jax.numpy.from_dlpack(t)``), by NumPy's export: the
+        buffer itself, flagged read-only, for a consumer of DLPack 1.0 (one that ignores the flag must
+        not write into it, as with JAX's arrays); a copy for an older one, unless ``copy=False``."""
+        given = dict(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+        options = {k: v for k, v in given.items() if v is not None}  # NumPy 1's takes stream alone
+        try:
+            return self._array.__dlpack__(**options)
+        except BufferError:
+            if copy is False:
+                raise
+            return np.array(self._array).__dlpack__(**options)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._array.__dlpack_device__()
+
+    @classmethod
+    def from_dlpack(cls, x: object) -> "Tensor":
+        """A tensor holding a copy of the data of any DLPack producer (a PyTorch or JAX array): the
+        producer may write to its buffer, and a tensor's data never changes."""
+        return cls.from_numpy(np.from_dlpack(x))  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
         return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, data={self._array!r})"

@@ -1,5 +1,6 @@
 """The README's Python snippets run as written, and CI runs the README's test command."""
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -11,6 +12,8 @@ def test_python_snippets_run():
     snippets = re.findall(r"```python\n(.*?)```", README, flags=re.S)
     assert snippets
     for code in snippets:
+        if "import quimb" in code and importlib.util.find_spec("quimb") is None:
+            continue  # the interop extra's example
         exec(compile(code, "README.md", "exec"), {})
 
 

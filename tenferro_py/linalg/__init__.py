@@ -4,7 +4,7 @@ differentiate again), one module per factorisation:
 - :mod:`.common`: the family's rule set, ε of the spectral rules, shared checks and helpers;
 - :mod:`.spectral`: the broadened coefficients of the spectral rules, at any scale;
 - :mod:`.svd` (the thin SVD), :mod:`.svd_truncated` (the k leading triplets by a Krylov method),
-  :mod:`.eigh`, :mod:`.qr` (with the unit-triangular solve), :mod:`.solve` (solve, inv),
+  :mod:`.eigh`, :mod:`.eigh_krylov` (the k pairs of largest |λ| by a Krylov method), :mod:`.qr` (with the unit-triangular solve), :mod:`.solve` (solve, inv),
   :mod:`.norms`, and :mod:`.cholesky`, :mod:`.determinants`, :mod:`.least_squares`, :mod:`.pinv`,
   :mod:`.eig`, :mod:`.expm`, :mod:`.matrix_functions`, :mod:`.eigh_function`, :mod:`.complement`;
 - :mod:`.ops`: the session methods of these ops, which every session has (``OpSet`` inherits them).
@@ -22,6 +22,7 @@ from .determinants import det_p, slogdet_p  # noqa: F401
 from .eig import eig_p, eigvals_p  # noqa: F401
 from .eigh import eigh_p  # noqa: F401
 from .eigh_function import check_functions, eigh_function_p  # noqa: F401
+from .eigh_krylov import eigh_complement_solve_p, eigh_krylov_p, truncated_eigh  # noqa: F401
 from .expm import expm_frechet_p, expm_p  # noqa: F401
 from .least_squares import lstsq  # noqa: F401
 from .matrix_functions import inv_sqrtm_p, logm_p, sqrtm_p  # noqa: F401

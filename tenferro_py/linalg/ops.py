@@ -21,6 +21,7 @@ from .determinants import det_p, slogdet_p
 from .eig import eig_p, eigvals_p
 from .eigh import eigh_p
 from .eigh_function import check_functions, eigh_function_p
+from .eigh_krylov import truncated_eigh
 from .expm import expm_p
 from .matrix_functions import inv_sqrtm_p, logm_p, sqrtm_p
 from .pinv import pinv_p, pinv_rtol
@@ -79,14 +80,29 @@ class LinalgOps:
         u, s, vt = self._factorisation("svd", svd_p, x, derivative_eps, square=False)
         return u, s, vt
 
-    def eigh(self, x: EagerTensor, derivative_eps: float | None = None) -> tuple[EagerTensor, EagerTensor]:
+    def eigh(
+        self, x: EagerTensor, derivative_eps: float | None = None, k: int | None = None, method: str = "full"
+    ) -> tuple[EagerTensor, EagerTensor]:
         """Eigenvalues (real, ascending) and eigenvectors (w, v) of the Hermitian part (x + xᴴ)/2
         of a square matrix (or of each of a stack (..., n, n)), real or complex.
 
         Taking the Hermitian part makes the op (and its derivatives) defined for any square
         input; a Hermitian x is unchanged. ``derivative_eps`` overrides the context's ε of
         the broadened rule, relative to max |w|.
+
+        ``k``: only the k pairs of largest |w| of a matrix, by |w| descending (w (k,), v (n, k)).
+        ``method="full"`` slices the full eigh; ``method="krylov"`` computes them by a block Krylov
+        method (falling back to the full eigh where that is faster or it does not converge), with
+        the same derivatives, the discarded subspace's share by solves (README, "Truncated eigh").
         """
+        if method not in ("full", "krylov"):
+            raise InvalidArgument("eigh", "method 'full' or 'krylov'", repr(method))
+        if k is None and method == "krylov":
+            raise InvalidArgument("eigh", "k (the number of eigenpairs of largest |w|) with method='krylov'", "k=None")
+        if k is not None:
+            if derivative_eps is not None:
+                derivative_eps = check_derivative_eps("eigh", derivative_eps)
+            return truncated_eigh(self, self._operand("eigh", x), k, method, derivative_eps)
         w, v = self._factorisation("eigh", eigh_p, x, derivative_eps, square=True)
         return w, v
 

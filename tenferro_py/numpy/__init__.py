@@ -8,6 +8,8 @@ return arrays of that session, so derivatives, higher orders, staging and engine
 those of the tenferro-style API; outside one, on NumPy data, they are NumPy's own.
 """
 
+from importlib.util import find_spec as _find_spec
+
 from numpy import (  # noqa: F401 (NumPy's constants, dtypes and random numbers, as NumPy's)
     __version__,
     bool_,
@@ -41,3 +43,8 @@ __all__ = sorted(set(_functions) | {
 
 interop.offer_names("numpy", __all__)
 interop.offer_names("numpy.linalg", linalg.__all__)
+
+if _find_spec("autoray") is not None:  # quimb's and cotengra's dispatcher: tnp arrays run on tnp
+    from . import autoray_backend
+
+    autoray_backend.register()

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..einsum import numpy_path
 from ..errors import DTypeMismatch, InvalidArgument, SessionEnded, ShapeMismatch
 from ..ops.structural import SliceConfig
 from ..runtime import current_session
@@ -104,11 +105,22 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
     # --- reading values: plain for an untracked array, refused for a tracked one (interop.py) ---
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        """The value as a NumPy array; a tracked array refuses (NumPy would drop its derivative),
-        unless cast to integers or bools (``np.int64(x)``), which have no derivative."""
-        integral = dtype is not None and np.dtype(dtype).kind in "biu"
-        value = value_of(self) if integral else untracked_value(self, "np.asarray(x)")
-        return value if dtype is None else value.astype(dtype)
+        """The value as a NumPy array (its read-only buffer, unless a copy is needed or asked for); a
+        tracked array refuses (NumPy would drop its derivative), unless cast to integers or bools
+        (``np.int64(x)``), which have no derivative."""
+        if self.tensor.is_tracked and not (dtype is not None and np.dtype(dtype).kind in "biu"):
+            raise interop.conversion_refused("np.asarray(x)")
+        return self.tensor.value().__array__(dtype, copy)
+
+    def __dlpack__(self, **options: Any) -> Any:
+        """The value by DLPack (``torch.from_dlpack(x)``, ``jax.numpy.from_dlpack(x)``; as
+        :meth:`Tensor.__dlpack__`); values only: a tracked array refuses, as for ``np.asarray``."""
+        if self.tensor.is_tracked:
+            raise interop.conversion_refused("x.__dlpack__()")
+        return self.tensor.value().__dlpack__(**options)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.tensor.value().__dlpack_device__()
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """An operator with a NumPy operand on the left (``np_array + x``) is ours; any other ufunc
@@ -690,8 +702,11 @@ def squeeze(a: Any, axis: Any = None) -> Any:
 def einsum(subscripts: str, *operands_: Any, optimize: Any = None) -> Any:
     """NumPy's einsum (the operands promoted to one dtype). ``optimize`` as NumPy's (False, True,
     'greedy', 'optimal', (strategy, memory limit), or a path from einsum_path; also opt_einsum's
-    other strategies); None: opt_einsum's 'auto' path."""
+    other strategies, and path optimisers: opt_einsum's, cotengra's HyperOptimizer and
+    ReusableHyperOptimizer); None: opt_einsum's 'auto' path."""
     if not tracked(*operands_):
+        if callable(optimize):  # a path optimiser (opt_einsum's, cotengra's): its path, as NumPy takes one
+            optimize = numpy_path(subscripts, [np.shape(x) for x in operands_], optimize)
         return np.einsum(subscripts, *operands_, **({} if optimize is None else {"optimize": optimize}))
     s = session("einsum")
     dtype = result_dtype(*operands_)

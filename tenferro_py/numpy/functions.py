@@ -57,6 +57,7 @@ __all__ = [
     "reciprocal", "repeat", "reshape", "roll", "rot90", "sign", "sin", "sinh", "sqrt", "square", "squeeze",
     "stack", "std", "subtract", "sum", "swapaxes", "tan", "tanh", "tensordot", "tile", "trace", "transpose",
     "tril", "triu", "true_divide", "var", "vstack", "where", "zeros", "zeros_like", "arange", "append", "nan_to_num",
+    "from_dlpack",
 ]
 
 
@@ -258,6 +259,13 @@ def asarray(obj: Any, dtype: Any = None) -> Any:
     """An array of the session for anything array-like inside one (NumPy data becomes a constant)."""
     out = array(obj, dtype) if not isinstance(obj, ndarray) else (obj if dtype is None else obj.astype(dtype))
     return as_array("asarray", out) if in_session() else out
+
+
+def from_dlpack(x: Any) -> Any:
+    """The values of a DLPack producer (a PyTorch or JAX array, values only): NumPy's view of them
+    outside a session, a constant array of the session inside one."""
+    view = np.from_dlpack(x)
+    return as_array("from_dlpack", view) if in_session() else view
 
 
 def zeros(shape: Any, dtype: Any = float) -> np.ndarray:

@@ -1,0 +1,182 @@
+"""quimb networks of tnp arrays, differentiated: values and gradients as quimb's with autograd to
+1e-12, and quimb's TNOptimizer with this library as its autodiff backend."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tenferro_py.numpy as tnp
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # cotengra's, imported by quimb: kahypar not installed
+    qtn = pytest.importorskip("quimb.tensor")
+autoray = pytest.importorskip("autoray")
+autograd = pytest.importorskip("autograd")
+from tenferro_py.numpy import quimb_handler  # noqa: E402 (only with quimb installed)
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # cotengra's: kahypar not installed
+
+
+def with_arrays(tn, arrays):
+    """A copy of the network tn holding ``arrays`` (in the order of its tensors)."""
+    tn = tn.copy()
+    for t, a in zip(tn, arrays):
+        t.modify(data=a)
+    return tn
+
+
+def normalised(tn):
+    """tn with each tensor scaled to unit norm (values of order one, whatever the size)."""
+    return with_arrays(tn, [t.data / np.linalg.norm(t.data) for t in tn])
+
+
+def assert_same_value_and_gradient(tn, loss, rtol=1e-12):
+    """tnp.value_and_grad and autograd's of loss(network holding the arrays) agree to rtol; autograd's
+    gradient of a complex array is conjugated, as quimb's own handler does."""
+    arrays = [t.data for t in tn]
+    argnums = tuple(range(len(arrays)))
+    value, grads = tnp.value_and_grad(lambda *xs: loss(with_arrays(tn, xs)), argnums)(*arrays)
+    want, want_grads = autograd.value_and_grad(lambda xs: loss(with_arrays(tn, xs)))(arrays)
+    assert value == pytest.approx(want, rel=rtol, abs=0)
+    scale = max(np.max(np.abs(g)) for g in want_grads)
+    for g, w in zip(grads, want_grads):
+        np.testing.assert_allclose(g, np.conj(w), rtol=0, atol=rtol * scale)
+    return value
+
+
+def mps_energy(H):
+    return lambda psi: qtn.expec_TN_1D(psi.H, H, psi) / (psi.H @ psi)
+
+
+def test_mps_energy_with_an_mpo_l12_bond8():
+    psi, H = qtn.MPS_rand_state(12, 8, seed=1), qtn.MPO_ham_heis(12)
+    value = assert_same_value_and_gradient(psi, mps_energy(H))
+    assert -12 * 0.45 < value < 0
+
+
+def test_complex_mps_energy():
+    psi, H = qtn.MPS_rand_state(6, 4, seed=2, dtype="complex128"), qtn.MPO_ham_heis(6)
+    assert_same_value_and_gradient(psi, lambda p: autoray.do("real", mps_energy(H)(p)))
+
+
+@pytest.mark.parametrize("contract", [lambda tn: tn.contract(all, optimize="auto-hq"), lambda tn: tn ^ all],
+                         ids=["contract", "xor-all"])
+def test_peps_4x4_norm_contracted_exactly(contract):
+    peps = normalised(qtn.PEPS.rand(4, 4, 2, seed=3))
+    assert_same_value_and_gradient(peps, lambda p: contract(p.make_norm()))
+
+
+def test_a_boundary_contraction_with_svd_truncation(monkeypatch):
+    """The 4×4 bond-3 PEPS norm by boundary MPS, compressed to bond 6 by truncated SVDs (without the
+    QR canonisation, which autograd cannot differentiate); the truncation is dynamic (cutoff), which
+    reads singular values, and JAX's jit cannot trace."""
+    peps = normalised(qtn.PEPS.rand(4, 4, 3, seed=4))
+    calls = []
+    svd = tnp.linalg.svd
+    monkeypatch.setattr(tnp.linalg, "svd", lambda *a, **k: calls.append(a[0].shape) or svd(*a, **k))
+    loss = lambda p: p.make_norm().contract_boundary(max_bond=6, cutoff=1e-12, canonize=False)  # noqa: E731
+    assert_same_value_and_gradient(peps, loss)
+    assert calls and max(min(shape) for shape in calls) > 6  # SVDs that truncated
+
+
+def test_a_boundary_contraction_with_qr_canonisation_against_central_differences(rng):
+    """quimb's default boundary contraction (QR canonisation, then truncated SVDs), which autograd
+    cannot differentiate: the gradient along a random direction against central differences."""
+    peps = normalised(qtn.PEPS.rand(3, 3, 3, seed=9))
+    arrays = [t.data for t in peps]
+    loss = lambda *xs: with_arrays(peps, xs).make_norm().contract_boundary(max_bond=4, cutoff=0.0)  # noqa: E731
+    value, grads = tnp.value_and_grad(loss, tuple(range(len(arrays))))(*arrays)
+    direction = [rng.standard_normal(a.shape) for a in arrays]
+    h = 1e-7  # the truncations curve it sharply: central differences at h = 1e-5 are off by 1e-3
+    plus = loss(*[a + h * d for a, d in zip(arrays, direction)])
+    minus = loss(*[a - h * d for a, d in zip(arrays, direction)])
+    along = sum(np.vdot(g, d) for g, d in zip(grads, direction))
+    assert along == pytest.approx((plus - minus) / (2 * h), rel=1e-6)
+    assert value == pytest.approx(loss(*arrays), rel=1e-13)  # quimb on NumPy (numba's kernels)
+
+
+def test_network_built_inside_the_function():
+    """A network made inside the differentiated function from the arrays (MPS of the arrays)."""
+    ket = qtn.MPS_rand_state(5, 3, seed=5)
+    arrays = [t.data for t in ket]
+
+    def norm(*xs):
+        psi = qtn.MatrixProductState(xs)
+        return psi.H @ psi
+
+    value, grads = tnp.value_and_grad(norm, tuple(range(5)))(*arrays)
+    want, want_grads = autograd.value_and_grad(lambda xs: norm(*xs))(arrays)
+    assert value == pytest.approx(want, rel=1e-13)
+    for g, w in zip(grads, want_grads):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+# --- TNOptimizer --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def handler():
+    quimb_handler.register()
+    return quimb_handler.TenferroHandler()
+
+
+def test_the_handler_gives_autograds_value_and_gradient(handler):
+    from quimb.tensor.optimize import AutoGradHandler
+
+    psi, H = qtn.MPS_rand_state(6, 4, seed=6, dtype="complex128"), qtn.MPO_ham_heis(6)
+    fn = lambda xs: autoray.do("real", mps_energy(H)(with_arrays(psi, xs)))  # noqa: E731
+    reference = AutoGradHandler()
+    for h in (handler, reference):
+        h.setup_fn(fn)
+    arrays = [t.data for t in psi]
+    value, grads = handler.value_and_grad(arrays)
+    want, want_grads = reference.value_and_grad(arrays)
+    assert value == pytest.approx(want, rel=1e-13) == handler.value(arrays)
+    for g, w in zip(grads, want_grads):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
+
+
+def test_the_handlers_hessian_vector_product_against_differences_of_the_gradient(handler, rng):
+    psi, H = qtn.MPS_rand_state(5, 3, seed=7, dtype="complex128"), qtn.MPO_ham_heis(5)
+    handler.setup_fn(lambda xs: autoray.do("real", mps_energy(H)(with_arrays(psi, xs))))
+    arrays = [t.data for t in psi]
+    direction = [rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape) for a in arrays]
+    product = handler.hessp(arrays, direction)
+    h = 1e-5
+    plus = handler.value_and_grad([a + h * d for a, d in zip(arrays, direction)])[1]
+    minus = handler.value_and_grad([a - h * d for a, d in zip(arrays, direction)])[1]
+    for p, gp, gm in zip(product, plus, minus):
+        np.testing.assert_allclose(p, (gp - gm) / (2 * h), rtol=1e-6, atol=1e-8)
+
+
+def dmrg_energies(H, bond):
+    """(quimb's DMRG energy: two-site sweeps; the optimum of the bond's manifold: one-site sweeps from
+    there at the fixed bond, converged, below the first by what the two-site truncation loses)."""
+    two = qtn.DMRG2(H, bond_dims=[bond])
+    two.solve(tol=1e-13, max_sweeps=40, verbosity=0)
+    one = qtn.DMRG1(H, bond_dims=[bond], p0=two.state)
+    one.solve(tol=1e-14, max_sweeps=20, verbosity=0)
+    return two.energy, one.energy
+
+
+def test_tn_optimizer_reaches_the_dmrg_energy():
+    """A DMRG-like ground state search of the Heisenberg chain by TNOptimizer (L-BFGS-B) on this
+    library: L = 8, bond 4 here, where it reaches the bond's optimum, 5e-7 below quimb's DMRG2
+    (bench/quimb_interop.py --dmrg runs L = 16, bond 16)."""
+    quimb_handler.register()
+    L, bond = 8, 4
+    H = qtn.MPO_ham_heis(L)
+    dmrg, optimum = dmrg_energies(H, bond)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        opt = qtn.TNOptimizer(qtn.MPS_rand_state(L, bond, seed=8), lambda psi, H: mps_energy(H)(psi),
+                              loss_constants={"H": H}, autodiff_backend="tenferro_py", progbar=False)
+        psi = opt.optimize(600, tol=1e-16)
+    assert opt.loss - dmrg < 1e-8 and abs(opt.loss - optimum) < 1e-8
+    assert mps_energy(H)(psi) == pytest.approx(opt.loss, abs=1e-12)
+
+
+def test_the_handler_runs_on_the_host_only():
+    with pytest.raises(Exception, match="device 'cpu'"):
+        quimb_handler.TenferroHandler(device="cuda")

@@ -174,10 +174,6 @@ class Pending:
         self._task = task
         self._index = index
 
-    @property
-    def done(self) -> bool:
-        return self._task.state == _Task.DONE
-
     def result(self) -> np.ndarray:
         task = self._task
         if task.state != _Task.DONE:

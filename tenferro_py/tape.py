@@ -139,10 +139,15 @@ def op_outputs(rt: Owner, prim: Any, params: dict, inputs: tuple, values: tuple,
                record: bool) -> tuple[EagerTensor, ...]:
     """An op's outputs as tensors of ``rt``: tracked, with a node on the tape, when ``record`` and
     an input is tracked; else constants."""
-    if record and any([x._node is not None for x in inputs]):
-        node = Node(prim, params, inputs, values, avals)
-        return tuple([EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals))])
-    return tuple([EagerTensor(rt, v, a) for v, a in zip(values, avals)])
+    node = None
+    if record:
+        for x in inputs:
+            if x._node is not None:
+                node = Node(prim, params, inputs, values, avals)
+                break
+    if len(values) == 1:
+        return (EagerTensor(rt, values[0], avals[0], node),)
+    return tuple([EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals))])
 
 
 def output_tensors(rt: Owner, node: Node) -> tuple[EagerTensor, ...]:

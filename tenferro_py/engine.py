@@ -178,11 +178,6 @@ class Pending:
         self._task = task
         self._index = index
 
-    @property
-    def done(self) -> bool:
-        """Whether the kernel has run."""
-        return self._task.state == _Task.DONE
-
     def result(self) -> np.ndarray:
         """The kernel's output, running what it waits for first; its error, if it failed."""
         task = self._task

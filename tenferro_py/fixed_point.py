@@ -257,7 +257,7 @@ class FixedPointSolution:
             return self._vector(self._rt.vjp_optional(self._eng, lin.out, lin.theta, Tensor.from_numpy(lam)),
                                 lin.theta)
 
-    def _direction(self, op: str, direction: "Tensor | float | None") -> tuple[np.ndarray, int]:
+    def _checked_direction(self, op: str, direction: "Tensor | float | None") -> tuple[np.ndarray, int]:
         """(θ̇·2^-k, k): the direction (default ones) at unit scale, and its power of two."""
         theta = self.theta.to_numpy()
         d = np.ones_like(theta) if direction is None else _as_tensor(op, "direction", direction).to_numpy()
@@ -286,7 +286,7 @@ class FixedPointSolution:
 
     def jvp(self, direction: "Tensor | float | None" = None) -> tuple[Tensor, ...]:
         """ẋ with (I − ∂f/∂x) ẋ = ∂f/∂θ θ̇: the tangent of x* along θ̇ (default ones)."""
-        theta_dot, k = self._direction("jvp", direction)
+        theta_dot, k = self._checked_direction("jvp", direction)
         x_dot = _finite("FixedPointSolution.jvp", "tangent of x", times_power_of_two(self._x_dot(theta_dot), k))
         return tuple(Tensor.from_numpy(a) for a in self._flat.unpack(x_dot))
 
@@ -315,7 +315,7 @@ class FixedPointSolution:
     def value_and_jvp(self, readout: ReadoutFn, direction: "Tensor | float | None" = None) -> tuple[float, float]:
         """(L, dL/dθ · θ̇) by forward mode through the fixed point (θ̇ = ``direction``, default ones)."""
         rt, lin = self._rt, self._linearisation()
-        theta_dot, k = self._direction("value_and_jvp", direction)
+        theta_dot, k = self._checked_direction("value_and_jvp", direction)
         x_dot = self._x_dot(theta_dot)
         value = self._readout(readout, lin.x, lin.theta)
         with rt.no_grad():
@@ -330,7 +330,7 @@ class FixedPointSolution:
         """(L, dL/dθ, H θ̇) by forward over reverse through the fixed point (θ̇ default ones;
         d²L/dθ² for a scalar θ)."""
         rt, lin, eng = self._rt, self._linearisation(), self._eng
-        theta_dot, k_dot = self._direction("value_grad_and_curvature", direction)  # θ̇ = theta_dot·2^k_dot
+        theta_dot, k_dot = self._checked_direction("value_grad_and_curvature", direction)  # θ̇ = theta_dot·2^k_dot
         value, dx, dtheta, readout_reaches = self._readout_pullback(readout)
         lam, k_lam = self._solve(self._adjoint_step, dx, "adjoint")  # λ = lam·2^k_lam
         with rt.no_grad():  # (∂f/∂θ)ᴴ λ, and which of x and θ the step depends on

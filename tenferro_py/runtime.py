@@ -192,7 +192,7 @@ class EagerRuntime(Transforms):
     def _host_value(self, op: str, t: object) -> tuple[Any, Aval]:
         """(value, aval) of a Tensor or of an EagerTensor of this runtime (its value may be pending)."""
         if isinstance(t, Tensor):
-            return t.array, Aval(t.shape, t.dtype)
+            return t.array, Aval(t.array.shape, t.array.dtype)
         if isinstance(t, EagerTensor):
             self.check_owned(op, t)
             return t.payload, t.aval

@@ -40,7 +40,12 @@ class EagerSession(OpSet):
         if not self._open:
             self._check_open(prim.name)
         rt = self.runtime
-        xs = tuple([x if type(x) is EagerTensor and x.runtime is rt else self._operand(prim.name, x) for x in inputs])
+        for x in inputs:
+            if type(x) is not EagerTensor or x.runtime is not rt:
+                break
+        else:  # the common case: every input a tensor of this runtime
+            return rt.process_primitive(self, prim, inputs, params)
+        xs = tuple([self._operand(prim.name, x) for x in inputs])
         if any([type(x) is not EagerTensor for x in xs]):
             return self._bind_structured(prim, xs, params)
         return rt.process_primitive(self, prim, xs, params)

@@ -20,7 +20,6 @@ looks at the kind it was given. Outside derivative sweeps no structured value is
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -128,11 +127,6 @@ def intersect(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) ->
 def hull(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
     """The smallest box holding boxes a and b."""
     return tuple((min(lo, lo2), max(hi, hi2)) for (lo, hi), (lo2, hi2) in zip(a, b))
-
-
-def box_size(box: tuple[tuple[int, int], ...]) -> int:
-    """The number of elements of a box of (start, stop) pairs."""
-    return math.prod(hi - lo for lo, hi in box)
 
 
 def flatten(values: Any) -> tuple[list, tuple]:

@@ -71,12 +71,12 @@ class EagerTensor:
     """A value in one :class:`~tenferro_py.EagerRuntime`: tracked or constant.
 
     Tracked tensors are variables (made by ``variable_from``) or results of ops with a
-    tracked input; constants carry no derivative. ``runtime``, ``aval`` (``shape`` and
-    ``dtype``) and ``payload`` (the array, or on a wide engine its kernel's Pending output)
+    tracked input; constants carry no derivative. ``runtime``, ``aval`` (``shape``, ``dtype``,
+    ``ndim``) and ``payload`` (the array, or on a wide engine its kernel's Pending output)
     are read-only by convention: an op makes a new tensor, it never changes one.
     """
 
-    __slots__ = ("runtime", "payload", "aval", "shape", "dtype", "_node", "_index")
+    __slots__ = ("runtime", "payload", "aval", "shape", "dtype", "ndim", "_node", "_index")
 
     def __init__(self, rt: Owner, value: "np.ndarray | Pending", aval: Aval, node: Leaf | Node | None = None,
                  index: int = 0):
@@ -85,13 +85,9 @@ class EagerTensor:
         self.aval = aval
         self.shape = aval.shape
         self.dtype = aval.dtype
+        self.ndim = len(aval.shape)
         self._node = node
         self._index = index
-
-    @property
-    def ndim(self) -> int:
-        """The number of axes."""
-        return len(self.shape)
 
     @property
     def is_tracked(self) -> bool:
@@ -144,10 +140,15 @@ def op_outputs(rt: Owner, prim: Any, params: dict, inputs: tuple, values: tuple,
                record: bool) -> tuple[EagerTensor, ...]:
     """An op's outputs as tensors of ``rt``: tracked, with a node on the tape, when ``record`` and
     an input is tracked; else constants."""
-    if record and any([x._node is not None for x in inputs]):
-        node = Node(prim, params, inputs, values, avals)
-        return tuple([EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals))])
-    return tuple([EagerTensor(rt, v, a) for v, a in zip(values, avals)])
+    node = None
+    if record:
+        for x in inputs:
+            if x._node is not None:
+                node = Node(prim, params, inputs, values, avals)
+                break
+    if len(values) == 1:
+        return (EagerTensor(rt, values[0], avals[0], node),)
+    return tuple([EagerTensor(rt, v, a, node, i) for i, (v, a) in enumerate(zip(values, avals))])
 
 
 def output_tensors(rt: Owner, node: Node) -> tuple[EagerTensor, ...]:

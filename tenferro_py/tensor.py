@@ -83,19 +83,19 @@ class Tensor:
     array holds a copy, so neither changes the other.
     """
 
-    __slots__ = ("_array",)
+    __slots__ = ("array",)  # the data: a read-only NumPy array, shared, never written
 
     def __init__(self, array: object):
         """A tensor holding a copy of ``array`` (a NumPy array, nested sequences or a number;
         NumPy indexing: element [i, j] is row i, column j)."""
-        self._array = frozen(host_copy("Tensor", array))
+        self.array = frozen(host_copy("Tensor", array))
 
     @classmethod
     def adopt(cls, array: np.ndarray) -> "Tensor":
         """A tensor on ``array`` itself, not copied: for arrays nothing else holds (the library's
         kernel outputs and fresh constants). The array is made read-only."""
         t = cls.__new__(cls)
-        t._array = frozen(array)
+        t.array = frozen(array)
         return t
 
     @classmethod
@@ -129,53 +129,48 @@ class Tensor:
         return cls.adopt(np.array(value, dtype=target))
 
     @property
-    def array(self) -> np.ndarray:
-        """The data as a read-only NumPy array (shared, not copied)."""
-        return self._array
-
-    @property
     def shape(self) -> tuple[int, ...]:
         """The shape, a tuple of ints (``()`` for a scalar)."""
-        return self._array.shape
+        return self.array.shape
 
     @property
     def dtype(self) -> np.dtype:
         """The dtype: float64, float32, complex128 or complex64."""
-        return self._array.dtype
+        return self.array.dtype
 
     @property
     def ndim(self) -> int:
         """The number of axes."""
-        return self._array.ndim
+        return self.array.ndim
 
     @property
     def size(self) -> int:
         """The number of elements."""
-        return self._array.size
+        return self.array.size
 
     def as_slice(self) -> np.ndarray:
         """The data as a flat read-only array in column-major order."""
-        return frozen(self._array.ravel(order="F"))
+        return frozen(self.array.ravel(order="F"))
 
     def to_numpy(self) -> np.ndarray:
         """A writable NumPy copy (NumPy indexing: element [i, j] is row i, column j)."""
-        return np.array(self._array)
+        return np.array(self.array)
 
     def item(self) -> float:
         """The value of a one-element tensor as a Python number."""
-        if self._array.size != 1:
+        if self.array.size != 1:
             raise ShapeMismatch("Tensor.item", "a tensor of one element", f"shape {list(self.shape)}")
-        return self._array.item()
+        return self.array.item()
 
     def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         """NumPy's array protocol: the tensor's own buffer, read-only, where no copy is needed (a
         matching dtype) nor asked for (``copy=True``); else a writable copy."""
         target = self.dtype if dtype is None else np.dtype(dtype)  # type: ignore[call-overload]
         if copy is not True and target == self.dtype:
-            return self._array
+            return self.array
         if copy is False:
             raise ValueError(f"Tensor.__array__: a {self.dtype} tensor as {target} needs a copy")
-        return np.array(self._array, dtype=target)
+        return np.array(self.array, dtype=target)
 
     def __dlpack__(self, *, stream: object = None, max_version: tuple[int, int] | None = None,
                    dl_device: object = None, copy: bool | None = None) -> object:
@@ -185,14 +180,14 @@ class Tensor:
         given = dict(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
         options = {k: v for k, v in given.items() if v is not None}  # NumPy 1's takes stream alone
         try:
-            return self._array.__dlpack__(**options)
+            return self.array.__dlpack__(**options)
         except BufferError:
             if copy is False:
                 raise
-            return np.array(self._array).__dlpack__(**options)
+            return np.array(self.array).__dlpack__(**options)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self._array.__dlpack_device__()
+        return self.array.__dlpack_device__()
 
     @classmethod
     def from_dlpack(cls, x: object) -> "Tensor":
@@ -201,4 +196,4 @@ class Tensor:
         return cls.from_numpy(np.from_dlpack(x))  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
-        return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, data={self._array!r})"
+        return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, data={self.array!r})"

@@ -40,7 +40,7 @@ def _frobenius_impl(x):
     return (np.array(nrm2(flat) if flat.size else 0, dtype=real_dtype(x.dtype)),)
 
 
-def _direction(s, x, n):
+def _unit_direction(s, x, n):
     """x/‖x‖, and 0 at x = 0 (n = ‖x‖): the derivative of ‖x‖, dn = Re⟨x/‖x‖, dx⟩, x̄ = n̄ x/‖x‖."""
     inverse = s.bind(reciprocal_or_zero_p, n)[0]
     return s.mul(x, lift_real(s, s.broadcast_in_dim(inverse, x.shape, ()), x))
@@ -48,13 +48,13 @@ def _direction(s, x, n):
 
 def _frobenius_jvp(s, tangents, primals, outputs):
     (dx,), (x,), (n,) = tangents, primals, outputs
-    change = s.reduce_sum(s.mul(cj(s, _direction(s, x, n)), dx))
+    change = s.reduce_sum(s.mul(cj(s, _unit_direction(s, x, n)), dx))
     return (s.real(change) if change.dtype.kind == "c" else change,)
 
 
 def _frobenius_vjp(s, cotangents, primals, outputs, needs):
     (nb,), (x,), (n,) = cotangents, primals, outputs
-    return (s.mul(_direction(s, x, n), lift_real(s, s.broadcast_in_dim(nb, x.shape, ()), x)),)
+    return (s.mul(_unit_direction(s, x, n), lift_real(s, s.broadcast_in_dim(nb, x.shape, ()), x)),)
 
 
 frobenius_p = RULES.define(

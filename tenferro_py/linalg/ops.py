@@ -30,7 +30,7 @@ from .solve import inv_p, solve_p
 from .svd import svd_p
 from .svd_truncated import svd_krylov_p
 
-EagerTensor = Any  # an op's value: an EagerTensor in an eager session, an array in a KernelSession
+Value = Any  # an op's operand or result: an EagerTensor in an eager session, an array in a KernelSession
 
 
 class LinalgOps:
@@ -44,8 +44,8 @@ class LinalgOps:
         raise NotImplementedError
 
     def svd(
-        self, x: EagerTensor, derivative_eps: float | None = None, k: int | None = None, method: str = "full"
-    ) -> tuple[EagerTensor, EagerTensor, EagerTensor]:
+        self, x: Value, derivative_eps: float | None = None, k: int | None = None, method: str = "full"
+    ) -> tuple[Value, Value, Value]:
         """Thin SVD (u, s, vt), s descending (real for complex x); ``derivative_eps`` overrides the
         context's ε, relative to the largest singular value. A stack (..., m, n) gives u (..., m, k),
         s (..., k), vt (..., k, n).
@@ -81,8 +81,8 @@ class LinalgOps:
         return u, s, vt
 
     def eigh(
-        self, x: EagerTensor, derivative_eps: float | None = None, k: int | None = None, method: str = "full"
-    ) -> tuple[EagerTensor, EagerTensor]:
+        self, x: Value, derivative_eps: float | None = None, k: int | None = None, method: str = "full"
+    ) -> tuple[Value, Value]:
         """Eigenvalues (real, ascending) and eigenvectors (w, v) of the Hermitian part (x + xᴴ)/2
         of a square matrix (or of each of a stack (..., n, n)), real or complex.
 
@@ -106,7 +106,7 @@ class LinalgOps:
         w, v = self._factorisation("eigh", eigh_p, x, derivative_eps, square=True)
         return w, v
 
-    def qr(self, x: EagerTensor, derivative_eps: float | None = None) -> tuple[EagerTensor, EagerTensor]:
+    def qr(self, x: Value, derivative_eps: float | None = None) -> tuple[Value, Value]:
         """Thin QR (q, r) of an m × n matrix (or of each of a stack): q (m, k) with orthonormal
         columns, r (k, n) upper triangular, k = min(m, n), R's diagonal real and ≥ 0 (NumPy's
         mode='reduced' up to those signs). Differentiable where r's leading k × k block is
@@ -123,7 +123,7 @@ class LinalgOps:
         _check_matrices(op, matrices, square=square)
         return bind_batched(self, op, prim, [matrices], [2], derivative_eps=derivative_eps)
 
-    def solve(self, a: EagerTensor, b: EagerTensor) -> EagerTensor:
+    def solve(self, a: Value, b: Value) -> Value:
         """x with a x = b for a square nonsingular a: b a vector (n,) or a matrix (n, m); a and b
         may be stacks with equal leading axes, and one without them is shared (NumPy ≥ 2: b is a
         vector only when it is 1-D). A singular a is a LinalgError."""
@@ -137,7 +137,7 @@ class LinalgOps:
         (x,) = bind_batched(self, "solve", solve_p, [a, b], [2, core])
         return x
 
-    def inv(self, x: EagerTensor) -> EagerTensor:
+    def inv(self, x: Value) -> Value:
         """The inverse of a square nonsingular matrix (or of each of a stack); a singular one is a
         LinalgError."""
         x = self._operand("inv", x)
@@ -145,44 +145,44 @@ class LinalgOps:
         (y,) = bind_batched(self, "inv", inv_p, [x], [2])
         return y
 
-    def norm(self, x: EagerTensor, ord: object = None) -> EagerTensor:
+    def norm(self, x: Value, ord: object = None) -> Value:
         """numpy.linalg.norm(x, ord) of a vector (ord None or 2, 1, ±inf) or a matrix (None or 'fro',
         'nuc', ±2, ±1, ±inf), a real scalar; see :func:`tenferro_py.linalg.norm` for the derivatives
         where the norm has none (at 0, at ties)."""
         return norms.norm(self, self._operand("norm", x), ord)
 
-    def det(self, x: EagerTensor) -> EagerTensor:
+    def det(self, x: Value) -> Value:
         """The determinant of a square matrix (or of each of a stack), by LU; its derivative
         tr(adj(A) dA) is exact at a singular matrix too (the second asks for A⁻¹)."""
         (d,) = self._square_op("det", det_p, x)
         return d
 
-    def slogdet(self, x: EagerTensor) -> tuple[EagerTensor, EagerTensor]:
+    def slogdet(self, x: Value) -> tuple[Value, Value]:
         """(sign, log|det|) of a square matrix (or of each of a stack), as numpy.linalg.slogdet; the
         derivative at a singular matrix (sign 0) is infinite, and asking for it is a LinalgError."""
         sign, logabs = self._square_op("slogdet", slogdet_p, x)
         return sign, logabs
 
-    def cholesky(self, x: EagerTensor) -> EagerTensor:
+    def cholesky(self, x: Value) -> Value:
         """L (lower, real positive diagonal) with L Lᴴ the Hermitian part (x + xᴴ)/2 of a square
         matrix (or of each of a stack); one that is not positive definite is a LinalgError."""
         (low,) = self._square_op("cholesky", cholesky_p, x)
         return low
 
-    def eigvalsh(self, x: EagerTensor, derivative_eps: float | None = None) -> EagerTensor:
+    def eigvalsh(self, x: Value, derivative_eps: float | None = None) -> Value:
         """The eigenvalues of :meth:`eigh` alone (ascending)."""
         return self.eigh(x, derivative_eps)[0]
 
-    def svdvals(self, x: EagerTensor, derivative_eps: float | None = None) -> EagerTensor:
+    def svdvals(self, x: Value, derivative_eps: float | None = None) -> Value:
         """The singular values of :meth:`svd` alone (descending)."""
         return self.svd(x, derivative_eps)[1]
 
-    def lstsq(self, a: EagerTensor, b: EagerTensor, rcond: float | None = None) -> tuple:
+    def lstsq(self, a: Value, b: Value, rcond: float | None = None) -> tuple:
         """numpy.linalg.lstsq(a, b, rcond) → (x, residuals, rank, sv): a a matrix, b a vector or a
         matrix; differentiable at full rank, see :func:`tenferro_py.linalg.lstsq`."""
         return least_squares.lstsq(self, self._operand("lstsq", a), self._operand("lstsq", b), rcond)
 
-    def matrix_power(self, x: EagerTensor, n: int) -> EagerTensor:
+    def matrix_power(self, x: Value, n: int) -> Value:
         """x**n for an int n by repeated squaring, of a square matrix (or of each of a stack):
         x⁰ is the identity, n < 0 a power of inv(x)."""
         x = self._operand("matrix_power", x)
@@ -201,7 +201,7 @@ class LinalgOps:
                 return result
             base = self.einsum([base, base], "...ij,...jk->...ik")
 
-    def pinv(self, x: EagerTensor, rtol: float | None = None) -> EagerTensor:
+    def pinv(self, x: Value, rtol: float | None = None) -> Value:
         """The pseudo-inverse (n, m) of an m × n matrix (or of each of a stack), singular values
         ≤ rtol·s₁ counted as zero (None: max(m, n)·ε, NumPy's ``rtol=None``); its rules are the
         constant-rank derivative, exact at repeated singular values (tenferro_py/linalg/pinv.py)."""
@@ -210,35 +210,35 @@ class LinalgOps:
         (y,) = bind_batched(self, "pinv", pinv_p, [x], [2], rtol=pinv_rtol(x, rtol))
         return y
 
-    def eig(self, x: EagerTensor) -> tuple[EagerTensor, EagerTensor]:
+    def eig(self, x: Value) -> tuple[Value, Value]:
         """Eigenvalues and eigenvectors (w, v) of a general square matrix (or of each of a stack),
         both complex; v's columns of unit norm with their largest entry real and positive. The
         derivative of an eigenvector of a repeated eigenvalue is a LinalgError (tenferro_py/linalg/eig.py)."""
         w, v = self._square_op("eig", eig_p, x)
         return w, v
 
-    def eigvals(self, x: EagerTensor) -> EagerTensor:
+    def eigvals(self, x: Value) -> Value:
         """eig's eigenvalues alone (complex); their symmetric functions are differentiable at repeated ones."""
         return self._square_op("eigvals", eigvals_p, x)[0]
 
-    def expm(self, x: EagerTensor) -> EagerTensor:
+    def expm(self, x: Value) -> Value:
         """The matrix exponential of a square matrix (or of each of a stack), scipy.linalg.expm's,
         with derivatives exact at every order and every spectrum."""
         return self._square_op("expm", expm_p, x)[0]
 
-    def sqrtm(self, x: EagerTensor) -> EagerTensor:
+    def sqrtm(self, x: Value) -> Value:
         """The square root of the (positive semidefinite) Hermitian part of x (linalg/matrix_functions.py)."""
         return self._square_op("sqrtm", sqrtm_p, x)[0]
 
-    def inv_sqrtm(self, x: EagerTensor) -> EagerTensor:
+    def inv_sqrtm(self, x: Value) -> Value:
         """The inverse square root of the (positive definite) Hermitian part of x."""
         return self._square_op("inv_sqrtm", inv_sqrtm_p, x)[0]
 
-    def logm(self, x: EagerTensor) -> EagerTensor:
+    def logm(self, x: Value) -> Value:
         """The logarithm of the (positive definite) Hermitian part of x."""
         return self._square_op("logm", logm_p, x)[0]
 
-    def eigh_function(self, x: EagerTensor, f: Any, fprime: Any, *higher: Any) -> EagerTensor:
+    def eigh_function(self, x: Value, f: Any, fprime: Any, *higher: Any) -> Value:
         """V f(w) Vᴴ for eigh's (w, V) of x's Hermitian part: f, fprime (and fsecond, … for higher
         derivatives) elementwise NumPy functions of real arrays (tenferro_py/linalg/eigh_function.py)."""
         functions = check_functions(f, (fprime,) + higher)
@@ -251,7 +251,7 @@ class LinalgOps:
         return bind_batched(self, op, prim, [x], [2], **params)
 
 
-def _check_matrices(op: str, x: EagerTensor, square: bool) -> None:
+def _check_matrices(op: str, x: Value, square: bool) -> None:
     """x is a matrix or a stack of them (..., m, n), square when ``square``; else ShapeMismatch."""
     if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
         kind = "a square matrix or a stack of them (..., n, n)" if square else "a matrix or a stack of them (..., m, n)"

@@ -1,4 +1,5 @@
-"""Reductions beyond the sum: max, min and prod over axes, each with its rules.
+"""Reductions over axes, each with its rules: the sum (linear: broadcast_in_dim is its transpose, and
+a block inside zeros sums to a block), max, min and prod.
 
 max and min follow JAX's convention where the extremum is attained more than once: the
 derivative is shared equally among the tied entries (a constant share, as sign is). prod's
@@ -15,6 +16,7 @@ import numpy as np
 
 from ..errors import DTypeMismatch, InvalidArgument
 from ..rules import RuleSet
+from ..structure import Embedded, embedded
 from ..tensor import Aval
 from .elementwise import cj, full, full_like
 from .structural import SliceConfig
@@ -38,6 +40,37 @@ def _reduced_aval(op: str, real_only: bool):
 
 def _kept_axes(x, axes):
     return [a for a in range(x.ndim) if a not in axes]
+
+
+# --- sum: linear, broadcast_in_dim its transpose --------------------------------------
+
+
+def _reduce_abstract(x: Aval, axes) -> tuple[Aval]:
+    return (Aval(tuple(n for a, n in enumerate(x.shape) if a not in axes), x.dtype),)
+
+
+def _reduce_transpose(s, cotangents, primals, needs, axes):
+    (ct,), (x,) = cotangents, primals
+    kept = [a for a in range(x.ndim) if a not in axes]
+    return (s.broadcast_in_dim(ct, x.shape, kept),)
+
+
+def _reduce_structured(s, x, axes):
+    """A block's sum is the block summed, placed on the kept axes."""
+    if type(x) is not Embedded or not x.contiguous:
+        return NotImplemented
+    kept = [a for a in range(x.ndim) if a not in axes]
+    box = x.box()
+    return (embedded(s.reduce_sum(x.block, axes), tuple(x.shape[a] for a in kept), tuple(box[a] for a in kept)),)
+
+
+reduce_sum = RULES.define_linear(
+    "reduce_sum",
+    _reduce_abstract,
+    lambda x, axes: (np.asarray(np.sum(x, axis=axes)),),
+    transpose=_reduce_transpose,
+    structured=_reduce_structured,
+)
 
 
 # --- max, min ---------------------------------------------------------------------------

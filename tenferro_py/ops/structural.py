@@ -1,13 +1,13 @@
-"""Shape ops: broadcast_in_dim, reduce_sum, transpose, reshape, slice, pad, concatenate.
+"""Shape ops: broadcast_in_dim, transpose, reshape, slice, pad, concatenate, rev, take, scatter_add.
 
 All are linear (``RuleSet.define_linear``): each declares its transpose, its JVP being the op
-itself on the tangents. broadcast and reduce_sum transpose each other, as do slice and pad,
+itself on the tangents. broadcast and reduce_sum (in :mod:`.reductions`) transpose each other, as do slice and pad,
 take and scatter_add; concatenate's transpose slices its pieces back. Reshape is column-major
 throughout.
 
 Each keeps structured values where the structure survives it (see
-:mod:`tenferro_py.structure`): a block inside zeros stays one under transpose, slice,
-reduce_sum and a reshape that keeps the block a box; a matrix product stays one under
+:mod:`tenferro_py.structure`): a block inside zeros stays one under transpose, slice
+and a reshape that keeps the block a box; a matrix product stays one under
 transpose and slice.
 """
 
@@ -54,7 +54,7 @@ def check_indices(op: str, indices: object) -> tuple[int, ...]:
     return tuple(int(i) for i in out)
 
 
-# --- broadcast_in_dim / reduce_sum ---------------------------------------
+# --- broadcast_in_dim ------------------------------------------------------
 
 
 def _broadcast_abstract(x: Aval, shape, dims) -> tuple[Aval]:
@@ -94,34 +94,6 @@ broadcast_in_dim = RULES.define_linear(
     _broadcast_abstract,
     _broadcast_impl,
     transpose=_broadcast_transpose,
-)
-
-
-def _reduce_abstract(x: Aval, axes) -> tuple[Aval]:
-    return (Aval(tuple(n for a, n in enumerate(x.shape) if a not in axes), x.dtype),)
-
-
-def _reduce_transpose(s, cotangents, primals, needs, axes):
-    (ct,), (x,) = cotangents, primals
-    kept = [a for a in range(x.ndim) if a not in axes]
-    return (s.broadcast_in_dim(ct, x.shape, kept),)
-
-
-def _reduce_structured(s, x, axes):
-    """A block's sum is the block summed, placed on the kept axes."""
-    if type(x) is not Embedded or not x.contiguous:
-        return NotImplemented
-    kept = [a for a in range(x.ndim) if a not in axes]
-    box = x.box()
-    return (embedded(s.reduce_sum(x.block, axes), tuple(x.shape[a] for a in kept), tuple(box[a] for a in kept)),)
-
-
-reduce_sum = RULES.define_linear(
-    "reduce_sum",
-    _reduce_abstract,
-    lambda x, axes: (np.asarray(np.sum(x, axis=axes)),),
-    transpose=_reduce_transpose,
-    structured=_reduce_structured,
 )
 
 

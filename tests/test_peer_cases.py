@@ -260,3 +260,60 @@ def test_opt_einsum_greek_indices(rng):
     with tnp.session():
         got = np.asarray(tnp.einsum(greek, *ops))
     np.testing.assert_allclose(got, np.einsum(string, *ops), rtol=1e-12)
+
+
+# --- norms over axis pairs and vector p-norms (JAX testNorm, torch linalg.matrix_norm/norm, autograd) ---
+
+MATRIX_ORDS = [None, "fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("shape, axis", [((3, 4, 5), (0, 2)), ((7, 8, 9), (2, 0)), ((2, 3, 2), (-1, 0)),
+                                         ((4, 5), (1, 0))], ids=str)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_matrix_norms_over_a_pair_of_axes_are_numpys(rng, shape, axis, keepdims):
+    """norm(x, ord, axis=(i, j)) is the matrix norm of each matrix over those axes: ord 1, 2 and inf
+    (and −1, −2, −inf) were vector norms over both axes, without an error (JAX testNorm)."""
+    for dtype in (np.float64, np.complex128):
+        x = random(rng, shape, dtype)
+        for ord_ in MATRIX_ORDS:
+            with tnp.session():
+                got = np.asarray(tnp.linalg.norm(x, ord_, axis, keepdims))
+            want = np.linalg.norm(x, ord_, axis, keepdims)
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=f"ord {ord_}")
+
+
+@pytest.mark.parametrize("ord_", [2, "nuc", 1, -np.inf, None])
+def test_matrix_norms_over_a_pair_of_axes_differentiate(rng, ord_):
+    tnp.check_grads(lambda x: tnp.linalg.norm(x, ord_, (2, 0), True), [random(rng, (3, 4, 5), np.complex128)],
+                    **ORDER2)
+
+
+@pytest.mark.parametrize("ord_", [0, 0.5, 3, 3.5, 4, -0.5, -1, -2, -3.5])
+def test_vector_p_norms(rng, ord_):
+    """NumPy's vector norms of any order (autograd test_vector_norm_ord, torch linalg.norm), and at
+    zero a finite derivative, 0 (torch's subgradients_at_zero samples)."""
+    for x, axis in ((random(rng, (6,)), None), (random(rng, (3, 4), np.complex128), 1), (np.array([0.0, 1, 2]), 0)):
+        with tnp.session():
+            got = np.asarray(tnp.linalg.norm(x, ord_, axis))
+        with np.errstate(divide="ignore"):
+            np.testing.assert_allclose(got, np.linalg.norm(x, ord_, axis), rtol=1e-12)
+    if ord_ != 0:
+        tnp.check_grads(lambda x: tnp.linalg.norm(x, ord_, 1), [random(rng, (3, 4), np.complex128)], **ORDER2)
+    np.testing.assert_array_equal(tnp.grad(lambda x: tnp.linalg.norm(x, ord_))(np.zeros(5)), np.zeros(5))
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (5, 0), (0, 5)], ids=str)
+def test_empty_matrix_norms_are_numpys(shape):
+    """1 and inf of an empty matrix are 0 (the largest of none), as NumPy's (torch's linalg.norm
+    samples); −1 and −inf are 0 where there are sums, a clear error where there are none."""
+    x = np.zeros(shape)
+    for ord_ in (1, np.inf, -1, -np.inf):
+        try:
+            want = np.linalg.norm(x, ord_)
+        except ValueError:
+            with pytest.raises(ValueError, match="^norm: expected at least one row and column"), tnp.session():
+                tnp.linalg.norm(x, ord_)
+            continue
+        with tnp.session():
+            assert float(np.asarray(tnp.linalg.norm(x, ord_))) == want

@@ -317,3 +317,16 @@ def test_empty_matrix_norms_are_numpys(shape):
             continue
         with tnp.session():
             assert float(np.asarray(tnp.linalg.norm(x, ord_))) == want
+
+
+# --- reductions, kron, einsum's interleaved form (JAX reducers and testOp, autograd test_systematic) ---
+
+
+@pytest.mark.parametrize("shape, axis", [((3, 1), 1), ((1, 4), 0), ((), None), ((2, 1, 4), 1)], ids=str)
+def test_std_where_the_variance_is_zero(rng, shape, axis):
+    """std over one entry is 0 identically, so its derivative is 0 at every order, not 0/0 = NaN
+    (JAX testReducer std over an axis of size 1, autograd test_std); over equal entries 0 too."""
+    x = random(rng, shape)
+    tnp.check_grads(lambda y: tnp.std(y, axis=axis), [x], **ORDER2)
+    tnp.check_grads(lambda y: tnp.std(y, axis=axis), [x + 1j * random(rng, shape)], **ORDER2)
+    np.testing.assert_array_equal(tnp.grad(lambda y: tnp.sum(tnp.std(y, axis=0)))(np.ones((3, 2))), 0)

@@ -220,10 +220,15 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
 
 
 def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    """NumPy's std, the square root of var; where the variance is 0 (one entry, or all equal) its
+    derivative is 0 at every order (exact for one entry; the smallest subgradient, as the norm's at
+    0, for equal ones), not 0/0."""
     a = stack_nested(a)
     if not tracked(a):
         return np.std(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
-    return sqrt(var(a, axis, dtype, out, ddof, keepdims))
+    variance = var(a, axis, dtype, out, ddof, keepdims)
+    zero = value_of(variance) == 0
+    return where(zero, 0.0, sqrt(where(zero, 1.0, variance)))
 
 
 def cumsum(a: Any, axis: Any = None) -> Any:

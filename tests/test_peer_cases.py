@@ -330,3 +330,15 @@ def test_std_where_the_variance_is_zero(rng, shape, axis):
     tnp.check_grads(lambda y: tnp.std(y, axis=axis), [x], **ORDER2)
     tnp.check_grads(lambda y: tnp.std(y, axis=axis), [x + 1j * random(rng, shape)], **ORDER2)
     np.testing.assert_array_equal(tnp.grad(lambda y: tnp.sum(tnp.std(y, axis=0)))(np.ones((3, 2))), 0)
+
+
+@pytest.mark.parametrize("shapes", [((), (3,)), ((2,), (3,)), ((2, 3), (4,)), ((2, 1, 3), (4, 5)), ((2, 3), (4, 5)),
+                                    ((0, 2), (3, 1))], ids=str)
+def test_kron_of_any_ranks(rng, shapes):
+    """NumPy's kron pads the lower rank with leading axes of size 1 (JAX testOp kron, autograd test_kron)."""
+    a, b = (random(rng, s, np.complex128) for s in shapes)
+    with tnp.session():
+        got = np.asarray(tnp.kron(a, b))
+    np.testing.assert_allclose(got, np.kron(a, b), rtol=1e-14)
+    if a.size and b.size:
+        tnp.check_grads(tnp.kron, [a, b], **ORDER2)

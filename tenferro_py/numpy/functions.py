@@ -9,6 +9,7 @@ of positions and applied as one gather, so they are NumPy's in every detail.
 
 from __future__ import annotations
 
+import builtins
 import math
 import string
 import warnings
@@ -510,7 +511,9 @@ def kron(a: Any, b: Any) -> Any:
     if not tracked(a, b):
         return np.kron(a, b)
     x, y = asarray(a), asarray(b)
-    if x.ndim != 2 or y.ndim != 2:
-        raise InvalidArgument("kron", "two matrices", f"ranks {x.ndim} and {y.ndim}")
-    return reshape(einsum("ij,kl->ikjl", x, y), (x.shape[0] * y.shape[0], x.shape[1] * y.shape[1]))
+    rank = builtins.max(x.ndim, y.ndim)  # NumPy's: the lower rank padded with leading axes of size 1
+    x, y = reshape(x, (1,) * (rank - x.ndim) + x.shape), reshape(y, (1,) * (rank - y.ndim) + y.shape)
+    left, right = string.ascii_lowercase[:rank], string.ascii_uppercase[:rank]
+    interleaved = "".join(i + j for i, j in zip(left, right))
+    return reshape(einsum(f"{left},{right}->{interleaved}", x, y), tuple(m * n for m, n in zip(x.shape, y.shape)))
 

@@ -342,3 +342,19 @@ def test_kron_of_any_ranks(rng, shapes):
     np.testing.assert_allclose(got, np.kron(a, b), rtol=1e-14)
     if a.size and b.size:
         tnp.check_grads(tnp.kron, [a, b], **ORDER2)
+
+
+def test_einsum_interleaved_form(rng):
+    """NumPy's einsum(x, [0, 1], y, [1, 2], ..., [output]), labels any ints and Ellipsis (opt_einsum
+    test_contract_expression_interleaved_input and test_large_int_input_format, autograd test_einsum2_*)."""
+    x, y, z = (random(rng, (2, 2)) for _ in range(3))
+    a, b = random(rng, (2, 3)), random(rng, (2, 2, 3))
+    for args in [(x, [0, 1], y, [1, 2], z, [2, 3], [3, 0]), (x, [1, 0]), (a, [Ellipsis, 0, 1], b, [Ellipsis, 0, 1]),
+                 (a, [Ellipsis, 1], b, [Ellipsis, 0], [Ellipsis])]:
+        with tnp.session():
+            got = np.asarray(tnp.einsum(*args))
+        np.testing.assert_allclose(got, np.einsum(*args), rtol=1e-13)
+    with tnp.session():
+        got = np.asarray(tnp.einsum(x, (1000, 1001), y, (1001, 1002), z, (1002, 1003)))
+    np.testing.assert_allclose(got, x @ y @ z, rtol=1e-13)
+    tnp.check_grads(lambda p, q: tnp.einsum(p, [Ellipsis, 0, 1], q, [Ellipsis, 0, 1]), [a, b], **ORDER2)

@@ -687,16 +687,47 @@ def squeeze(a: Any, axis: Any = None) -> Any:
     return reshape(x, tuple(n for i, n in enumerate(x.shape) if i not in axes))
 
 
-def einsum(subscripts: str, *operands_: Any, optimize: Any = None) -> Any:
-    """NumPy's einsum (the operands promoted to one dtype). ``optimize`` as NumPy's (False, True,
-    'greedy', 'optimal', (strategy, memory limit), or a path from einsum_path; also opt_einsum's
-    other strategies); None: opt_einsum's 'auto' path."""
-    if not tracked(*operands_):
-        return np.einsum(subscripts, *operands_, **({} if optimize is None else {"optimize": optimize}))
+def einsum(*operands: Any, optimize: Any = None) -> Any:
+    """NumPy's einsum (the operands promoted to one dtype): ``einsum(subscripts, *operands)`` or NumPy's
+    interleaved form ``einsum(x, labels, y, labels, ..., [output])`` (labels: ints and Ellipsis).
+    ``optimize`` as NumPy's (False, True, 'greedy', 'optimal', (strategy, memory limit), or a path
+    from einsum_path; also opt_einsum's other strategies); None: opt_einsum's 'auto' path."""
+    if operands and not isinstance(operands[0], str):
+        subscripts, operands = _interleaved_subscripts(operands)
+    else:
+        subscripts, operands = (operands[0], operands[1:]) if operands else (None, ())
+    if not isinstance(subscripts, str):
+        raise InvalidArgument("einsum", "subscripts as a str such as 'ij,jk->ik', or NumPy's interleaved "
+                                        "operands and labels", repr(subscripts))
+    if not tracked(*operands):
+        return np.einsum(subscripts, *operands, **({} if optimize is None else {"optimize": optimize}))
     s = session("einsum")
-    dtype = result_dtype(*operands_)
-    return wrap(s.einsum([lift(s, stack_nested(x), dtype) for x in operands_], subscripts,
+    dtype = result_dtype(*operands)
+    return wrap(s.einsum([lift(s, stack_nested(x), dtype) for x in operands], subscripts,
                          "auto" if optimize is None else optimize))
+
+
+def _interleaved_subscripts(args: tuple) -> tuple[str, tuple]:
+    """(subscripts, operands) of NumPy's interleaved einsum(x, [0, 1], y, [1, 2], [0, 2]): each label a
+    letter (in the labels' order), Ellipsis '...'; without the output list, NumPy's implicit output
+    (the labels that appear once, in increasing order, after the broadcast axes)."""
+    pairs, output = list(zip(args[0::2], args[1::2])), (args[-1] if len(args) % 2 else None)
+    names = sorted({label for _, labels in pairs for label in labels if label is not Ellipsis})
+    letters = [c for c in map(chr, range(65, 0x2FF)) if c.isalpha()]
+    if len(names) > len(letters):
+        raise InvalidArgument("einsum", f"at most {len(letters)} distinct labels", f"{len(names)}")
+    letter = dict(zip(names, letters))
+
+    def term(labels: Any) -> str:
+        if isinstance(labels, str):
+            raise InvalidArgument("einsum", "interleaved labels as lists of ints and Ellipsis", repr(labels))
+        return "".join("..." if label is Ellipsis else letter[label] for label in labels)
+
+    if output is None:
+        counts = [label for _, labels in pairs for label in labels if label is not Ellipsis]
+        ellipsis = any(label is Ellipsis for _, labels in pairs for label in labels)
+        output = [Ellipsis] * ellipsis + [label for label in names if counts.count(label) == 1]
+    return ",".join(term(labels) for _, labels in pairs) + "->" + term(output), tuple(x for x, _ in pairs)
 
 
 def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:

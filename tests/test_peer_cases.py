@@ -358,3 +358,19 @@ def test_einsum_interleaved_form(rng):
         got = np.asarray(tnp.einsum(x, (1000, 1001), y, (1001, 1002), z, (1002, 1003)))
     np.testing.assert_allclose(got, x @ y @ z, rtol=1e-13)
     tnp.check_grads(lambda p, q: tnp.einsum(p, [Ellipsis, 0, 1], q, [Ellipsis, 0, 1]), [a, b], **ORDER2)
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_complex_max_and_min_are_numpys(rng, op):
+    """NumPy orders complex numbers lexicographically (real part, then imaginary); the derivative
+    goes to the entry attained (JAX's complex reducers, autograd test_max/test_min)."""
+    x = random(rng, (2, 3, 4), np.complex128)
+    x[0, 0, :2] = [1 + 2j, 1 - 3j]  # a tie in the real part, broken by the imaginary one
+    for axis in (None, 0, -1, (0, 2)):
+        for keepdims in (False, True):
+            with tnp.session():
+                got = np.asarray(getattr(tnp, op)(x, axis=axis, keepdims=keepdims))
+            np.testing.assert_array_equal(got, getattr(np, op)(x, axis=axis, keepdims=keepdims))
+    tnp.check_grads(lambda y: getattr(tnp, op)(y, axis=1), [x], **ORDER2)
+    with pytest.raises(ValueError, match=f"^{op}: expected axes of size >= 1"), tnp.session():
+        getattr(tnp, op)(np.zeros((0, 2), complex), axis=0)

@@ -537,11 +537,33 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, dtype: Any
     s = session(op)
     t = lift(s, x, None if dtype is None else np.dtype(dtype))
     axes = normalize_axes(op, axis, t.ndim)
+    if op in ("max", "min") and t.dtype.kind == "c":
+        return _complex_extremum(op, wrap(t), axes, keepdims)
     out = getattr(s, _REDUCERS[op])(t, axes)
     if keepdims:
         kept = tuple(1 if a in axes else n for a, n in enumerate(t.shape))
         out = s.reshape(out, kept)  # only size-1 axes are added: the order of elements is unchanged
     return wrap(out)
+
+
+def _complex_extremum(op: str, x: ndarray, axes: tuple[int, ...], keepdims: bool) -> ndarray:
+    """NumPy's max or min of complex numbers, in its lexicographic order (real part, then imaginary):
+    the entry attained, gathered, so the derivative goes to it (to the first, where it is tied)."""
+    if any(x.shape[a] == 0 for a in axes):
+        raise InvalidArgument(op, "axes of size >= 1 (an empty reduction has no value)",
+                              f"axes {list(axes)} of shape {list(x.shape)}")
+    values = value_of(x)
+    kept = [a for a in range(x.ndim) if a not in axes]
+    out_shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape)) if keepdims else \
+        tuple(x.shape[a] for a in kept)
+
+    def attained(positions: np.ndarray) -> np.ndarray:
+        def flat(a: np.ndarray) -> np.ndarray:
+            return np.transpose(a, kept + list(axes)).reshape(tuple(x.shape[k] for k in kept) + (-1,))
+        index = (np.argmax if op == "max" else np.argmin)(flat(values), axis=-1)
+        return np.take_along_axis(flat(positions), index[..., None], -1).reshape(out_shape)
+
+    return rearranged(op, x, attained)
 
 
 # --- matmul ---------------------------------------------------------------------------------------

@@ -191,12 +191,14 @@ def prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
 
 
 def max(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """NumPy's max; where it is attained more than once the derivative is shared (as JAX)."""
+    """NumPy's max; where it is attained more than once the derivative is shared (as JAX). Complex
+    numbers in NumPy's lexicographic order, the derivative to the (first) entry attained."""
     return reduce("max", a, axis, keepdims, None, out)
 
 
 def min(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """NumPy's min; where it is attained more than once the derivative is shared (as JAX)."""
+    """NumPy's min; where it is attained more than once the derivative is shared (as JAX). Complex
+    numbers in NumPy's lexicographic order, the derivative to the (first) entry attained."""
     return reduce("min", a, axis, keepdims, None, out)
 
 

@@ -374,3 +374,14 @@ def test_complex_max_and_min_are_numpys(rng, op):
     tnp.check_grads(lambda y: getattr(tnp, op)(y, axis=1), [x], **ORDER2)
     with pytest.raises(ValueError, match=f"^{op}: expected axes of size >= 1"), tnp.session():
         getattr(tnp, op)(np.zeros((0, 2), complex), axis=0)
+
+
+def test_svd_takes_numpys_hermitian_flag(rng):
+    """svd(a, hermitian=True) (JAX testSVD's hermitian cases): NumPy's singular values, a valid SVD."""
+    a = random(rng, (2, 4, 4), np.complex128)
+    a = a + np.conj(np.swapaxes(a, -1, -2))
+    with tnp.session():
+        u, s, vh = (np.asarray(f) for f in tnp.linalg.svd(a, hermitian=True))
+    np.testing.assert_allclose(s, np.linalg.svd(a, hermitian=True, compute_uv=False), rtol=1e-13)
+    np.testing.assert_allclose((u * s[..., None, :]) @ vh, a, atol=1e-12)
+    tnp.check_grads(lambda x: tnp.linalg.svd(x, hermitian=True, compute_uv=False), [a], **ORDER2)

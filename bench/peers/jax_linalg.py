@@ -189,7 +189,9 @@ def _sqrtm_psd(name, shape, dtype):
     arg = draw(rng_for(name), shape, dtype)
     mat = arg @ arg.T  # JAX's input: symmetric, Hermitian only when real
     check(name, lambda xp, x: xp.scipy.linalg.sqrtm(x), [mat], scipy.linalg.sqrtm,
-          tol=1e-4 if not is_64(dtype) else 1e-8, order=2 if shape[0] <= 15 else 0, peer=False)
+          tol=1e-4 if not is_64(dtype) else 1e-8, derivative=False)
+    if is_64(dtype) and shape[0] <= 15:  # sqrtm takes Hermitian matrices: differentiated along Hermitian paths
+        grads(lambda x: tnp.scipy.linalg.sqrtm((x + tnp.conj(tnp.swapaxes(x, -1, -2))) / 2), [mat], order=2)
 
 
 def _sqrtm_general(name, shape, dtype):

@@ -100,7 +100,8 @@ def _svd(name, b, m, n, dtype, full_matrices, compute_uv, hermitian_):
 def _svd_grad(name, shape, dtype, full_matrices, compute_uv):
     a = draw(rng_for(name), shape, dtype)
     if full_matrices and shape[-1] != shape[-2]:  # JAX skips it; here the refusal is documented
-        grads(lambda x: tnp.linalg.svd(x, full_matrices=True)[0], [a], order=1)
+        complement = 0 if shape[-2] > shape[-1] else 2  # the factor the complete SVD extends
+        grads(lambda x: tnp.linalg.svd(x, full_matrices=True)[complement], [a], order=1)
     elif not compute_uv:
         check(name, lambda xp, x: xp.linalg.svd(x, full_matrices=False, compute_uv=False), [a])
     else:

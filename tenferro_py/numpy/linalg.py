@@ -23,9 +23,12 @@ __all__ = ["eig", "eigh", "eigvals", "inv", "norm", "pinv", "qr", "solve", "svd"
 __all__ += ["cholesky", "det", "eigvalsh", "lstsq", "matrix_power", "slogdet", "svdvals"]
 
 
-def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+    """``hermitian`` is accepted; the result is the SVD of ``a`` itself (NumPy's, up to the factors'
+    phases, for a Hermitian a)."""
     if not tracked(a):
-        return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)  # type: ignore[call-overload]
+        return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,  # type: ignore[call-overload]
+                             hermitian=hermitian)
     s = session("svd")
     x = lift(s, a)
     if full_matrices and x.ndim >= 2 and x.shape[-1] != x.shape[-2] and min(x.shape[-2:]) == 0:

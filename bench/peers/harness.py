@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import traceback
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -117,7 +117,6 @@ class Outcome:
     category: str
     detail: str = ""
     seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 def outcome_of(case: Case) -> tuple[str, str]:

@@ -162,7 +162,8 @@ def _eigh_triangle(name, n, dtype, lower):
     a = hermitian(draw(rng_for(name), (n, n), dtype))
     tri = np.tril(a) if lower else np.triu(a)
     w, v = ours(lambda x: tnp.linalg.eigh(x, UPLO="L" if lower else "U"), tri)
-    close("w of the triangle's Hermitian matrix (NumPy reads UPLO's triangle)", w,
+    close("w of the triangle's Hermitian matrix, as NumPy's eigh reads UPLO's triangle (tnp.linalg.eigh reads "
+          "the Hermitian part (x + xᴴ)/2, as its docstring says)", w,
           np.linalg.eigvalsh(tri, UPLO="L" if lower else "U"), 1e-10)
 
 

@@ -9,7 +9,8 @@ reference for values and derivatives; autograd's own test files run through
 bench/autograd_numpy_tests.py). Every case ends in one category: passed, wrong value, wrong
 derivative, library error, missing function, refused (documented), not ported
 (bench/peers/harness.py says what each means). The report gives per suite the cases run and
-the count of each category, then every case that did not pass, named, with what happened.
+the count of each category, then every wrong value, wrong derivative and library error, named, with what happened, and the
+other cases that did not pass grouped by reason (``--show passed,...`` names every case).
 
 ``--results FILE`` also writes the report with its date, commit and command (the figures of
 bench/results/). The exit status is 1 when a case is a wrong value, a wrong derivative or a
@@ -22,6 +23,7 @@ import argparse
 import datetime
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -88,8 +90,19 @@ def report(suite: str, outcomes: list[Outcome], show: set[str], seconds: float) 
         if not chosen or category not in show:
             continue
         lines.append(f"  -- {category} ({len(chosen)})")
-        lines += [f"    {o.case.name}: {o.detail}" if o.detail else f"    {o.case.name}" for o in chosen]
+        if category in FAILURES or PASSED in show:  # every failure named
+            lines += [f"    {o.case.name}: {o.detail}" if o.detail else f"    {o.case.name}" for o in chosen]
+            continue
+        by_reason: dict[str, list[Outcome]] = {}  # the rest by reason, with one case each
+        for o in chosen:
+            by_reason.setdefault(_reason(o.detail), []).append(o)
+        lines += [f"    {len(group)} × {reason} (e.g. {group[0].case.name})" for reason, group in by_reason.items()]
     return lines
+
+
+def _reason(detail: str) -> str:
+    """A detail without what varies between cases (shapes, orders, values)."""
+    return re.sub(r"got .*? \[", "got … [", re.sub(r"shape \[[^]]*\]", "shape …", detail))
 
 
 def header(argv: list[str]) -> list[str]:

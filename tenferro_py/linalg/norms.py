@@ -92,7 +92,13 @@ def norm(s, x, ord):
             return s.reduce_sum(sv)
         k = sv.shape[0]
         return s.reshape(s.slice(sv, SliceConfig([0], [1]) if ord == 2 else SliceConfig([k - 1], [k])), ())
-    extremum = s.reduce_max if ord > 0 else s.reduce_min
-    if x.ndim == 1:
-        return s.reduce_sum(s.abs(x)) if ord == 1 else extremum(s.abs(x))
-    return extremum(s.reduce_sum(s.abs(x), axes=(0,) if abs(ord) == 1 else (1,)))  # columns for ±1, rows for ±∞
+    if x.ndim == 1 and ord == 1:
+        return s.reduce_sum(s.abs(x))
+    # |x| for a vector; for a matrix, its column sums (±1) or row sums (±∞)
+    sums = s.abs(x) if x.ndim == 1 else s.reduce_sum(s.abs(x), axes=(0,) if abs(ord) == 1 else (1,))
+    if sums.shape[0] == 0:  # as NumPy: the largest of none is 0, the least has no value
+        if ord < 0:
+            raise ShapeMismatch("norm", f"at least one {'entry' if x.ndim == 1 else 'row and column'} for ord "
+                                        f"{ord} (the least of none has no value)", f"shape {list(x.shape)}")
+        return s.reduce_sum(sums)
+    return (s.reduce_max if ord > 0 else s.reduce_min)(sums)

@@ -582,11 +582,33 @@ def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, dtype: Any
     s = session(op)
     t = lift(s, x, None if dtype is None else np.dtype(dtype))
     axes = normalize_axes(op, axis, t.ndim)
+    if op in ("max", "min") and t.dtype.kind == "c":
+        return _complex_extremum(op, wrap(t), axes, keepdims)
     out = getattr(s, _REDUCERS[op])(t, axes)
     if keepdims:
         kept = tuple(1 if a in axes else n for a, n in enumerate(t.shape))
         out = s.reshape(out, kept)  # only size-1 axes are added: the order of elements is unchanged
     return wrap(out)
+
+
+def _complex_extremum(op: str, x: ndarray, axes: tuple[int, ...], keepdims: bool) -> ndarray:
+    """NumPy's max or min of complex numbers, in its lexicographic order (real part, then imaginary):
+    the entry attained, gathered, so the derivative goes to it (to the first, where it is tied)."""
+    if any(x.shape[a] == 0 for a in axes):
+        raise InvalidArgument(op, "axes of size >= 1 (an empty reduction has no value)",
+                              f"axes {list(axes)} of shape {list(x.shape)}")
+    values = value_of(x)
+    kept = [a for a in range(x.ndim) if a not in axes]
+    out_shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape)) if keepdims else \
+        tuple(x.shape[a] for a in kept)
+
+    def attained(positions: np.ndarray) -> np.ndarray:
+        def flat(a: np.ndarray) -> np.ndarray:
+            return np.transpose(a, kept + list(axes)).reshape(tuple(x.shape[k] for k in kept) + (-1,))
+        index = (np.argmax if op == "max" else np.argmin)(flat(values), axis=-1)
+        return np.take_along_axis(flat(positions), index[..., None], -1).reshape(out_shape)
+
+    return rearranged(op, x, attained)
 
 
 # --- matmul ---------------------------------------------------------------------------------------
@@ -733,19 +755,50 @@ def squeeze(a: Any, axis: Any = None) -> Any:
     return reshape(x, tuple(n for i, n in enumerate(x.shape) if i not in axes))
 
 
-def einsum(subscripts: str, *operands_: Any, optimize: Any = None) -> Any:
-    """NumPy's einsum (the operands promoted to one dtype). ``optimize`` as NumPy's (False, True,
-    'greedy', 'optimal', (strategy, memory limit), or a path from einsum_path; also opt_einsum's
-    other strategies, and path optimisers: opt_einsum's, cotengra's HyperOptimizer and
-    ReusableHyperOptimizer); None: opt_einsum's 'auto' path."""
-    if not tracked(*operands_):
+def einsum(*operands: Any, optimize: Any = None) -> Any:
+    """NumPy's einsum (the operands promoted to one dtype): ``einsum(subscripts, *operands)`` or NumPy's
+    interleaved form ``einsum(x, labels, y, labels, ..., [output])`` (labels: ints and Ellipsis).
+    ``optimize`` as NumPy's (False, True, 'greedy', 'optimal', (strategy, memory limit), or a path
+    from einsum_path; also opt_einsum's other strategies, and path optimisers: opt_einsum's,
+    cotengra's HyperOptimizer and ReusableHyperOptimizer); None: opt_einsum's 'auto' path."""
+    if operands and not isinstance(operands[0], str):
+        subscripts, operands = _interleaved_subscripts(operands)
+    else:
+        subscripts, operands = (operands[0], operands[1:]) if operands else (None, ())
+    if not isinstance(subscripts, str):
+        raise InvalidArgument("einsum", "subscripts as a str such as 'ij,jk->ik', or NumPy's interleaved "
+                                        "operands and labels", repr(subscripts))
+    if not tracked(*operands):
         if callable(optimize):  # a path optimiser (opt_einsum's, cotengra's): its path, as NumPy takes one
-            optimize = numpy_path(subscripts, [np.shape(x) for x in operands_], optimize)
-        return np.einsum(subscripts, *operands_, **({} if optimize is None else {"optimize": optimize}))
+            optimize = numpy_path(subscripts, [np.shape(x) for x in operands], optimize)
+        return np.einsum(subscripts, *operands, **({} if optimize is None else {"optimize": optimize}))
     s = session("einsum")
-    dtype = result_dtype(*operands_)
-    return wrap(s.einsum([lift(s, stack_nested(x), dtype) for x in operands_], subscripts,
+    dtype = result_dtype(*operands)
+    return wrap(s.einsum([lift(s, stack_nested(x), dtype) for x in operands], subscripts,
                          "auto" if optimize is None else optimize))
+
+
+def _interleaved_subscripts(args: tuple) -> tuple[str, tuple]:
+    """(subscripts, operands) of NumPy's interleaved einsum(x, [0, 1], y, [1, 2], [0, 2]): each label a
+    letter (in the labels' order), Ellipsis '...'; without the output list, NumPy's implicit output
+    (the labels that appear once, in increasing order, after the broadcast axes)."""
+    pairs, output = list(zip(args[0::2], args[1::2])), (args[-1] if len(args) % 2 else None)
+    names = sorted({label for _, labels in pairs for label in labels if label is not Ellipsis})
+    letters = [c for c in map(chr, range(65, 0x2FF)) if c.isalpha()]
+    if len(names) > len(letters):
+        raise InvalidArgument("einsum", f"at most {len(letters)} distinct labels", f"{len(names)}")
+    letter = dict(zip(names, letters))
+
+    def term(labels: Any) -> str:
+        if isinstance(labels, str):
+            raise InvalidArgument("einsum", "interleaved labels as lists of ints and Ellipsis", repr(labels))
+        return "".join("..." if label is Ellipsis else letter[label] for label in labels)
+
+    if output is None:
+        counts = [label for _, labels in pairs for label in labels if label is not Ellipsis]
+        ellipsis = any(label is Ellipsis for _, labels in pairs for label in labels)
+        output = [Ellipsis] * ellipsis + [label for label in names if counts.count(label) == 1]
+    return ",".join(term(labels) for _, labels in pairs) + "->" + term(output), tuple(x for x, _ in pairs)
 
 
 def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:

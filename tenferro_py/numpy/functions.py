@@ -9,6 +9,7 @@ of positions and applied as one gather, so they are NumPy's in every detail.
 
 from __future__ import annotations
 
+import builtins
 import math
 import string
 import warnings
@@ -200,12 +201,14 @@ def prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
 
 
 def max(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """NumPy's max; where it is attained more than once the derivative is shared (as JAX)."""
+    """NumPy's max; where it is attained more than once the derivative is shared (as JAX). Complex
+    numbers in NumPy's lexicographic order, the derivative to the (first) entry attained."""
     return reduce("max", a, axis, keepdims, None, out)
 
 
 def min(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
-    """NumPy's min; where it is attained more than once the derivative is shared (as JAX)."""
+    """NumPy's min; where it is attained more than once the derivative is shared (as JAX). Complex
+    numbers in NumPy's lexicographic order, the derivative to the (first) entry attained."""
     return reduce("min", a, axis, keepdims, None, out)
 
 
@@ -230,11 +233,15 @@ def var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int 
 
 
 def std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
-    """NumPy's std: the square root of ``var``."""
+    """NumPy's std, the square root of var; where the variance is 0 (one entry, or all equal) its
+    derivative is 0 at every order (exact for one entry; the smallest subgradient, as the norm's at
+    0, for equal ones), not 0/0."""
     a = stack_nested(a)
     if not tracked(a):
         return np.std(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
-    return sqrt(var(a, axis, dtype, out, ddof, keepdims))
+    variance = var(a, axis, dtype, out, ddof, keepdims)
+    zero = value_of(variance) == 0
+    return where(zero, 0.0, sqrt(where(zero, 1.0, variance)))
 
 
 def cumsum(a: Any, axis: Any = None) -> Any:
@@ -553,7 +560,9 @@ def kron(a: Any, b: Any) -> Any:
     if not tracked(a, b):
         return np.kron(a, b)
     x, y = asarray(a), asarray(b)
-    if x.ndim != 2 or y.ndim != 2:
-        raise InvalidArgument("kron", "two matrices", f"ranks {x.ndim} and {y.ndim}")
-    return reshape(einsum("ij,kl->ikjl", x, y), (x.shape[0] * y.shape[0], x.shape[1] * y.shape[1]))
+    rank = builtins.max(x.ndim, y.ndim)  # NumPy's: the lower rank padded with leading axes of size 1
+    x, y = reshape(x, (1,) * (rank - x.ndim) + x.shape), reshape(y, (1,) * (rank - y.ndim) + y.shape)
+    left, right = string.ascii_lowercase[:rank], string.ascii_uppercase[:rank]
+    interleaved = "".join(i + j for i, j in zip(left, right))
+    return reshape(einsum(f"{left},{right}->{interleaved}", x, y), tuple(m * n for m, n in zip(x.shape, y.shape)))
 

@@ -14,19 +14,22 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, ShapeMismatch
 from ..linalg.complement import orthogonal_complement
 from . import functions as fn
-from .array import lift, result_dtype, session, tracked, value_of, wrap
+from .array import lift, normalize_axes, result_dtype, session, tracked, value_of, wrap
 
 __all__ = ["eig", "eigh", "eigvals", "inv", "norm", "pinv", "qr", "solve", "svd"]
 __all__ += ["cholesky", "det", "eigvalsh", "lstsq", "matrix_power", "slogdet", "svdvals"]
 
 
-def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True) -> Any:
-    """NumPy's svd; differentiate through u and vh with ``full_matrices=False`` (the added columns have none)."""
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+    """NumPy's svd; differentiate through u and vh with ``full_matrices=False`` (the added columns have none).
+    ``hermitian`` is accepted; the result is the SVD of ``a`` itself (NumPy's, up to the factors'
+    phases, for a Hermitian a)."""
     if not tracked(a):
-        return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)  # type: ignore[call-overload]
+        return np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,  # type: ignore[call-overload]
+                             hermitian=hermitian)
     s = session("svd")
     x = lift(s, a)
     if full_matrices and x.ndim >= 2 and x.shape[-1] != x.shape[-2] and min(x.shape[-2:]) == 0:
@@ -99,27 +102,91 @@ def inv(a: Any) -> Any:
 
 
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
-    """numpy.linalg.norm: of a vector or a matrix (axis None), or vector norms along ``axis``."""
+    """numpy.linalg.norm: of a vector or a matrix (axis None), vector norms along one axis, and matrix
+    norms over a pair of axes (NumPy's orders for each, with ``keepdims``)."""
     if not tracked(x):
         return np.linalg.norm(x, ord, axis, keepdims)
     a = fn.asarray(x)
-    if axis is None and a.ndim in (1, 2) and not keepdims:
+    if axis is None and a.ndim > 2 and ord is not None:
+        raise InvalidArgument("norm", "ord None for an array of rank > 2 without axis", repr(ord))
+    axes = normalize_axes("norm", axis, a.ndim)
+    if len(axes) == 1:
+        out = _vector_norm(a, ord, axes[0])
+    elif len(axes) == 2 and not (axis is None and ord is None):
+        out = _matrix_norm(a, ord, axes)
+    elif ord is None:  # the Frobenius norm over every axis
+        out = _vector_norm(fn.ravel(a), None, 0)
+    else:
+        raise InvalidArgument("norm", "one or two axes (a vector or a matrix norm)", repr(axis))
+    if keepdims:
+        out = fn.reshape(out, tuple(1 if i in axes else n for i, n in enumerate(a.shape)))
+    return out
+
+
+def _euclidean(magnitude: Any, axes: Any) -> Any:
+    """sqrt(Σ |x|²) along axes; at a zero vector the derivative is 0 (as the matrix norm's), not 0/0."""
+    squares = fn.sum(magnitude * magnitude, axes)
+    zero = value_of(squares) == 0
+    return fn.where(zero, 0.0, fn.sqrt(fn.where(zero, 1.0, squares)))
+
+
+def _vector_norm(a: Any, ord: Any, axis: int) -> Any:
+    """NumPy's vector norm of order ``ord`` along ``axis``: None or 2, ±1, ±inf, 0 (the count of
+    nonzero entries) or any other real p, (Σ |x|ᵖ)^(1/p)."""
+    if a.ndim == 1 and (ord is None or ord in (2, 1, np.inf, -np.inf)) and not isinstance(ord, str):
         s = session("norm")
         return wrap(s.norm(a.tensor, ord))
-    if axis is None:
-        if ord is not None:
-            raise InvalidArgument("norm", "ord None for an array of rank > 2 without axis", repr(ord))
-        axis = tuple(range(a.ndim))
+    if isinstance(ord, str) or not isinstance(ord, (int, float, np.integer, np.floating, type(None))):
+        raise InvalidArgument("norm", "a vector order: None or a real number", repr(ord))
     magnitude = fn.abs(a)
-    if ord in (None, 2):  # at a zero vector the derivative is 0 (as the matrix norm's), not 0/0
-        squares = fn.sum(magnitude * magnitude, axis, keepdims=keepdims)
-        zero = value_of(squares) == 0
-        return fn.where(zero, 0.0, fn.sqrt(fn.where(zero, 1.0, squares)))
-    if ord == 1:
-        return fn.sum(magnitude, axis, keepdims=keepdims)
+    if ord is None or ord == 2:
+        return _euclidean(magnitude, axis)
     if ord == np.inf:
-        return fn.max(magnitude, axis, keepdims=keepdims)
-    raise InvalidArgument("norm", "ord None, 1, 2 or inf for norms along an axis", repr(ord))
+        return fn.max(magnitude, axis)
+    if ord == -np.inf:
+        return fn.min(magnitude, axis)
+    if ord == 0:  # a count, which has no derivative
+        return fn.sum(fn.where(value_of(magnitude) != 0, fn.ones_like(magnitude), fn.zeros_like(magnitude)), axis)
+    if ord == 1:
+        return fn.sum(magnitude, axis)
+    return _p_norm(magnitude, float(ord), axis)
+
+
+def _p_norm(magnitude: Any, p: float, axis: int) -> Any:
+    """(Σ |x|ᵖ)^(1/p) with the smallest subgradient, 0, where it has no derivative (at a zero vector,
+    at zero entries for p < 1), never 0/0: zero entries add nothing (p > 0) or make the norm 0 (p < 0,
+    NumPy's value) and move nothing."""
+    nonzero = value_of(magnitude) != 0
+    safe = fn.where(nonzero, magnitude, 1.0)
+    if p > 0:
+        total = fn.sum(fn.where(nonzero, safe ** p, 0.0), axis)
+        zero = value_of(total) == 0
+    else:
+        total = fn.sum(safe ** p, axis)
+        zero = np.any(~nonzero, axis=axis)
+    return fn.where(zero, 0.0, fn.where(zero, 1.0, total) ** (1.0 / p))
+
+
+def _matrix_norm(a: Any, ord: Any, axes: tuple[int, int]) -> Any:
+    """NumPy's matrix norm of order ``ord`` of each matrix (rows along axes[0], columns along axes[1])."""
+    y = fn.moveaxis(a, axes, (-2, -1))
+    if y.ndim == 2:
+        s = session("norm")
+        return wrap(s.norm(y.tensor, ord))
+    if ord in (None, "fro"):
+        return _euclidean(fn.abs(y), (-2, -1))
+    if ord in ("nuc", 2, -2):
+        values = svdvals(y)
+        if ord == "nuc":
+            return fn.sum(values, -1)
+        if values.shape[-1] == 0:
+            raise ShapeMismatch("norm", f"matrices with at least one row and column for ord {ord} (an extreme "
+                                        "singular value)", f"shape {list(y.shape)}")
+        return values[..., 0] if ord == 2 else values[..., -1]
+    if ord in (1, -1, np.inf, -np.inf) and not isinstance(ord, bool):
+        sums = fn.sum(fn.abs(y), -2 if ord in (1, -1) else -1)  # column sums for ±1, row sums for ±inf
+        return fn.max(sums, -1) if ord > 0 else fn.min(sums, -1)
+    raise InvalidArgument("norm", "a matrix order among None, 'fro', 'nuc', 2, -2, 1, -1, inf, -inf", repr(ord))
 
 
 def det(a: Any) -> Any:

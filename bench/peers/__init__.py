@@ -1,0 +1,1 @@
+"""Ports of the peers' own test cases (JAX, PyTorch, autograd, opt_einsum), run by bench/peer_suites.py."""

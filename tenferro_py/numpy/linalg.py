@@ -62,13 +62,37 @@ def _svd_of_empty(s: Any, x: Any, compute_uv: bool) -> Any:
     return u, wrap(sv), vt
 
 
+def _from_triangle(op: str, s: Any, x: Any, lower: bool) -> Any:
+    """The Hermitian matrix (of each of a stack) that x's lower (or upper) triangle describes, as
+    NumPy's Hermitian routines read it: the strict triangle, its conjugate transpose, and the real
+    part of the diagonal. A square x is required."""
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ShapeMismatch(op, "a square matrix or a stack of them (..., n, n)", f"shape {list(x.shape)}")
+    n = x.shape[-1]
+    strict = np.tril(np.ones((n, n)), -1) if lower else np.triu(np.ones((n, n)), 1)
+    mask = s.broadcast_in_dim(lift(s, strict.astype(x.dtype)), x.shape, (x.ndim - 2, x.ndim - 1))
+    eye = s.broadcast_in_dim(lift(s, np.eye(n, dtype=x.dtype)), x.shape, (x.ndim - 2, x.ndim - 1))
+    part = s.mul(x, mask)
+    diagonal = s.mul(x, eye)
+    if x.dtype.kind == "c":
+        diagonal = s.complex(s.real(diagonal), s.zeros(x.shape, s.real(diagonal).dtype))
+    return s.add(s.add(part, s.conj(_swap_last(s, part))), diagonal)
+
+
+def _triangle(op: str, UPLO: str) -> bool:  # noqa: N803 (NumPy's name)
+    """True for the lower triangle ('L'), False for the upper ('U'); else InvalidArgument."""
+    if UPLO not in ("L", "U"):
+        raise InvalidArgument(op, "UPLO 'L' or 'U'", repr(UPLO))
+    return UPLO == "L"
+
+
 def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
-    """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix (its Hermitian part is read;
-    NumPy reads one triangle, the same for Hermitian input)."""
+    """NumPy's eigh: the eigenvalues (ascending) and eigenvectors of the Hermitian matrix that a's
+    lower (UPLO='L') or upper triangle describes, as NumPy reads it."""
     if not tracked(a):
         return np.linalg.eigh(a, UPLO)  # type: ignore[call-overload]
     s = session("eigh")
-    w, v = s.eigh(lift(s, a))
+    w, v = s.eigh(_from_triangle("eigh", s, lift(s, a), _triangle("eigh", UPLO)))
     return wrap(w), wrap(v)
 
 
@@ -212,21 +236,21 @@ def slogdet(a: Any) -> Any:
 
 
 def cholesky(a: Any, /, *, upper: bool = False) -> Any:
-    """L with L Lᴴ = a (Lᴴ when ``upper``) for a Hermitian positive-definite a (its Hermitian part is
-    read; NumPy reads one triangle, the same for Hermitian input)."""
+    """NumPy's cholesky: L with L Lᴴ = H (Lᴴ when ``upper``) for the Hermitian positive-definite H
+    that a's lower (upper, when ``upper``) triangle describes, as NumPy reads it."""
     if not tracked(a):
         return np.linalg.cholesky(a, upper=upper)
     s = session("cholesky")
-    low = wrap(s.cholesky(lift(s, a)))
+    low = wrap(s.cholesky(_from_triangle("cholesky", s, lift(s, a), not upper)))
     return fn.conj(fn.swapaxes(low, -1, -2)) if upper else low
 
 
 def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
-    """The eigenvalues (ascending) of a Hermitian matrix (its Hermitian part is read, as in eigh)."""
+    """NumPy's eigvalsh: the eigenvalues (ascending) of the Hermitian matrix a's triangle describes, as in eigh."""
     if not tracked(a):
         return np.linalg.eigvalsh(a, UPLO)  # type: ignore[call-overload]
     s = session("eigvalsh")
-    return wrap(s.eigvalsh(lift(s, a)))
+    return wrap(s.eigvalsh(_from_triangle("eigvalsh", s, lift(s, a), _triangle("eigvalsh", UPLO))))
 
 
 def svdvals(x: Any, /) -> Any:

@@ -296,47 +296,54 @@ def _real_operands(op: str):
     return abstract
 
 
-# The share of a's tangent in maximum(a, b): 1 where a > b, ½ where a = b (JAX's convention: a
-# tie splits the derivative), 0 where a < b. A constant for AD, as sign is.
-max_share = RULES.define(
-    "max_share",
-    _real_operands("max_share"),
-    lambda a, b: ((np.greater(a, b) + 0.5 * np.equal(a, b)).astype(a.dtype),),
-    jvp=lambda s, t, p, o: (None,),
-    vjp=lambda s, c, p, o, needs: (None, None),
+def _shares_abstract(*xs: Aval, axes, largest) -> tuple[Aval, ...]:
+    return xs
+
+
+def _shares_impl(*xs, axes, largest):
+    """Each entry's share in the extremum: of one operand over ``axes``, or of several operands'
+    entries at each position (the operands stacked on a leading axis)."""
+    stacked, over = (xs[0], axes) if len(xs) == 1 else (np.stack(xs), (0,))
+    best = (np.max if largest else np.min)(stacked, axis=over, keepdims=True)
+    hits = np.equal(stacked, best)
+    shares = (hits / np.sum(hits, axis=over, keepdims=True)).astype(stacked.dtype)
+    return (shares,) if len(xs) == 1 else tuple(shares)
+
+
+# The shares of entries in an extremum (max or min, ``largest``), the one tie-splitting op of
+# maximum, minimum, reduce_max and reduce_min: 1 where an entry alone attains it, 1/t where t
+# entries tie (JAX's convention: a tie splits the derivative), 0 elsewhere. A constant for AD.
+extremum_shares = RULES.define(
+    "extremum_shares",
+    _shares_abstract,
+    _shares_impl,
+    jvp=lambda s, t, p, o, axes, largest: tuple(None for _ in p),
+    vjp=lambda s, c, p, o, needs, axes, largest: tuple(None for _ in p),
 )
 
 
-def _extremum_jvp(shares):
+def _extremum_jvp(largest):
     def jvp(s, tangents, primals, outputs):
         (da, db), (a, b) = tangents, primals
-        w = shares(s, a, b)
-        return (s.accumulate(None if da is None else s.mul(da, w), None if db is None else s.mul(db, one_minus(s, w))),)
+        wa, wb = s.bind(extremum_shares, a, b, axes=(), largest=largest)
+        return (s.accumulate(None if da is None else s.mul(da, wa), None if db is None else s.mul(db, wb)),)
 
     return jvp
 
 
-def _extremum_vjp(shares):
+def _extremum_vjp(largest):
     def vjp(s, cotangents, primals, outputs, needs):
         (ct,), (a, b) = cotangents, primals
-        w = shares(s, a, b)
-        return (s.mul(ct, w) if needs[0] else None, s.mul(ct, one_minus(s, w)) if needs[1] else None)
+        wa, wb = s.bind(extremum_shares, a, b, axes=(), largest=largest)
+        return (s.mul(ct, wa) if needs[0] else None, s.mul(ct, wb) if needs[1] else None)
 
     return vjp
 
 
-def _max_shares(s, a, b):
-    return s.bind(max_share, a, b)[0]
-
-
-def _min_shares(s, a, b):
-    return s.bind(max_share, b, a)[0]
-
-
 maximum = RULES.define("maximum", _real_operands("maximum"), lambda a, b: (np.maximum(a, b),),
-                       _extremum_jvp(_max_shares), _extremum_vjp(_max_shares))
+                       _extremum_jvp(True), _extremum_vjp(True))
 minimum = RULES.define("minimum", _real_operands("minimum"), lambda a, b: (np.minimum(a, b),),
-                       _extremum_jvp(_min_shares), _extremum_vjp(_min_shares))
+                       _extremum_jvp(False), _extremum_vjp(False))
 
 
 def _select_abstract(cond: Aval, x: Aval, y: Aval) -> tuple[Aval]:

@@ -18,7 +18,7 @@ from ..errors import DTypeMismatch, InvalidArgument
 from ..rules import RuleSet
 from ..structure import Embedded, embedded
 from ..tensor import Aval
-from .elementwise import cj, full, full_like
+from .elementwise import cj, extremum_shares, full, full_like
 from .structural import SliceConfig
 
 RULES = RuleSet()
@@ -76,42 +76,24 @@ reduce_sum = RULES.define_linear(
 # --- max, min ---------------------------------------------------------------------------
 
 
-def _tie_shares(chooser):
-    """The shares of x's entries in chooser(x) over ``axes``: 1/(number of ties) where an entry
-    attains the extremum, else 0. A constant for AD."""
-
-    def impl(x, axes):
-        best = chooser(x, axis=axes, keepdims=True)
-        hits = np.equal(x, best)
-        return ((hits / np.sum(hits, axis=axes, keepdims=True)).astype(x.dtype),)
-
-    return impl
-
-
-def _extremum(name: str, chooser):
-    shares = RULES.define(
-        f"{name}_shares",
-        lambda x, axes: (x,),
-        _tie_shares(chooser),
-        jvp=lambda s, t, p, o, axes: (None,),
-        vjp=lambda s, c, p, o, needs, axes: (None,),
-    )
+def _extremum(name: str, largest: bool):
+    chooser = np.max if largest else np.min
 
     def jvp(s, tangents, primals, outputs, axes):
         (t,), (x,) = tangents, primals
-        return (s.reduce_sum(s.mul(t, s.bind(shares, x, axes=axes)[0]), axes),)
+        return (s.reduce_sum(s.mul(t, s.bind(extremum_shares, x, axes=axes, largest=largest)[0]), axes),)
 
     def vjp(s, cotangents, primals, outputs, needs, axes):
         (ct,), (x,) = cotangents, primals
         spread = s.broadcast_in_dim(ct, x.shape, _kept_axes(x, axes))
-        return (s.mul(spread, s.bind(shares, x, axes=axes)[0]),)
+        return (s.mul(spread, s.bind(extremum_shares, x, axes=axes, largest=largest)[0]),)
 
     return RULES.define(name, _reduced_aval(name, real_only=True),
                         lambda x, axes: (np.asarray(chooser(x, axis=axes)),), jvp, vjp)
 
 
-reduce_max = _extremum("reduce_max", np.max)
-reduce_min = _extremum("reduce_min", np.min)
+reduce_max = _extremum("reduce_max", largest=True)
+reduce_min = _extremum("reduce_min", largest=False)
 
 
 # --- prod -------------------------------------------------------------------------------

@@ -165,7 +165,8 @@ def kept_space(s: EagerSession, m: EagerTensor, chi: int, multiplet_gap: float =
     """An orthonormal basis (n × k) of the span of the symmetric m's k eigenvectors of largest |eigenvalue|
     (k from ``kept_count``), whose derivatives to second order are those of the span alone.
 
-    Its value is those eigenvectors (``numpy.linalg.eigh``). Its derivatives come from the
+    Its value is those eigenvectors (``numpy.linalg.eigh``); where nothing differentiates (the runtime's
+    ``differentiating`` false: CTMRG's own iterations) it is only that, a constant. Its derivatives come from the
     invariant-subspace equation: in the eigenbasis V = [V_k, V_d] of the current m (a constant),
     VᵀmV = [[A, Bᵀ], [B, D]], the span of V_k + V_d X with XA − DX = B − XBᵀX. Two sweeps of
     X ← (δB + δD X − X δA) ⊘ G, G[d, k] = w_k − w_d, give X to second order, and
@@ -181,6 +182,8 @@ def kept_space(s: EagerSession, m: EagerTensor, chi: int, multiplet_gap: float =
     n, k = len(w), kept_count(np.abs(w), chi, multiplet_gap)
     if k == n:  # the whole space: no direction of m moves it
         return _constant(s, v)
+    if not s.runtime.differentiating:  # the terms below are zero in value: only their derivatives count
+        return _constant(s, np.ascontiguousarray(v[:, :k]))
     blocks = s.einsum([_constant(s, v), m, _constant(s, v)], "ai,ab,bj->ij")
     change = s.sub(blocks, s.constant_from(blocks.value()))
     d_kept = s.slice(change, SliceConfig([0, 0], [k, k]))

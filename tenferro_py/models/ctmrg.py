@@ -28,7 +28,9 @@ import numpy as np
 import scipy.sparse.linalg
 
 from ..errors import InvalidArgument, ShapeMismatch
-from ..fixed_point import FixedPoint
+from .. import krylov_eigh
+from ..fixed_point import FixedPoint, FixedPointError
+from ..linalg import eigh_complement_solve_p
 from ..ops.structural import SliceConfig
 from ..session import EagerSession
 from ..tape import EagerTensor
@@ -36,11 +38,11 @@ from ..tensor import Tensor, is_real_number
 from .trg import initial
 
 __all__ = [
-    "CONVERGENCE_TOL", "GAUGE_INDEX", "MULTIPLET_GAP", "RESOLVED", "SOLVE_TOL", "TIE", "BulkFn", "Environment",
-    "IsingThermodynamics", "converge", "corner_network", "correlation_length", "ctmrg_step", "edge_network",
-    "enlarged_corner", "environment_fixed_point", "initial_environment", "ising_tensor", "ising_tensors",
-    "ising_thermodynamics", "kept_count", "kept_space", "ln_z_per_site", "site_expectation", "site_network",
-    "transfer_matrix_eigenvalues", "two_site_network",
+    "CONVERGENCE_TOL", "EIGH_METHODS", "GAUGE_INDEX", "KRYLOV_FROM", "KRYLOV_UP_TO", "MULTIPLET_GAP", "RESOLVED",
+    "SOLVE_TOL", "TIE", "BulkFn", "Environment", "IsingThermodynamics", "converge", "corner_network",
+    "correlation_length", "ctmrg_step", "edge_network", "eigh_method", "enlarged_corner", "environment_fixed_point",
+    "initial_environment", "ising_tensor", "ising_tensors", "ising_thermodynamics", "kept_count", "kept_space",
+    "ln_z_per_site", "site_expectation", "site_network", "transfer_matrix_eigenvalues", "two_site_network",
 ]
 
 Environment = tuple[EagerTensor, EagerTensor]
@@ -65,6 +67,16 @@ TIE = 1e-8
 """Couplings within this (relative) of the largest count as tied for it in the sign rule (``_gauge_signs``)."""
 CONVERGENCE_TOL = 1e-12
 """The default largest change of C and T (relative, element by element) at which the iteration stops."""
+EIGH_METHODS = ("auto", "full", "krylov")
+"""How the step finds the enlarged corner's leading eigenpairs (``eigh_method``)."""
+KRYLOV_FROM = 768
+KRYLOV_UP_TO = 0.045
+""""auto" takes the truncated eigh for the χ + 1 leading pairs of n × n corners from n = KRYLOV_FROM on
+while (χ + 1)/n ≤ KRYLOV_UP_TO. Measured on converged iPEPS corners (bench/results/*-ipeps.txt), its
+time over LAPACK's full eigh: 1.1–1.4 at (χ + 1)/n ≈ 0.063 (n = 512–1600), 0.8–0.85 at 0.041
+(n = 800, 1250), 0.49 at 0.040 (n = 2500), 0.42 and 0.24 at 0.029 (n = 1296, 2592): these corners'
+spectra fall off slowly at the cut, so more Krylov blocks are needed than for the crossover
+bench's spectrum (bench/eigh_krylov_crossover.py, which wins to k/n ≈ 0.08)."""
 SOLVE_TOL = 1e-10
 """The relative residual to which the derivative's linear solves go: their products carry rounding divided
 by the kept-to-discarded gap of M and stall above 1e-12 where it is small (Ising at χ = 32, β = 0.44);
@@ -161,51 +173,107 @@ def _symmetrised(s: EagerSession, x: EagerTensor, perm: tuple[int, ...]) -> Eage
     return s.scale_real(s.add(x, s.transpose(x, perm)), 0.5)
 
 
-def kept_space(s: EagerSession, m: EagerTensor, chi: int, multiplet_gap: float = MULTIPLET_GAP) -> EagerTensor:
+def eigh_method(n: int, count: int, method: str = "auto", differentiating: bool = False) -> str:
+    """"full" or "krylov", the eigh that finds the ``count`` leading pairs of an n × n enlarged corner:
+    ``method`` itself ("full" where count = n: nothing is truncated), or for "auto" the truncated
+    (Krylov) eigh where it beats LAPACK's full one (KRYLOV_FROM, KRYLOV_UP_TO), but the full one for
+    a step that is ``differentiating``: a fixed point's derivative takes many products with one
+    recorded step, and with the whole eigenbasis each is explicit, where the truncated eigh's takes
+    conjugate gradients (at D = 4, χ = 64: 90 ms a product against 132 ms)."""
+    if method not in EIGH_METHODS:
+        raise InvalidArgument("ctmrg", f"method one of {', '.join(EIGH_METHODS)}", repr(method))
+    if count >= n:
+        return "full"
+    if method == "auto":
+        wins = n >= KRYLOV_FROM and count <= KRYLOV_UP_TO * n and not differentiating
+        return "krylov" if wins else "full"
+    return method
+
+
+def _leading_pairs(
+    values: np.ndarray, chi: int, method: str, differentiating: bool
+) -> tuple[np.ndarray, np.ndarray, tuple | None]:
+    """(w, v, deflation): eigenpairs of the symmetric ``values`` by |w| descending, at least the χ + 1
+    that ``kept_count`` reads. "full": all of them (numpy.linalg.eigh), deflation None; "krylov":
+    krylov_eigh.truncated_eigh's χ + 1 and, as ``deflation`` = (their values, vectors), the further
+    ones it converged (at least every |μ| above half the last |w|), or all of them (deflation None)
+    where those are all."""
+    n = values.shape[0]
+    if eigh_method(n, chi + 1, method, differentiating) == "krylov":
+        w, v, zw, z = krylov_eigh.truncated_eigh(values, chi + 1)
+        if len(w) + len(zw) < n:
+            return w, v, (zw, z)
+        return np.concatenate([w, zw]), np.hstack([v, z]), None  # all of them: nothing left to solve for
+    w, v = np.linalg.eigh(values)
+    order = np.argsort(-np.abs(w), kind="stable")
+    return w[order], v[:, order], None
+
+
+def kept_space(
+    s: EagerSession, m: EagerTensor, chi: int, multiplet_gap: float = MULTIPLET_GAP, method: str = "auto"
+) -> EagerTensor:
     """An orthonormal basis (n × k) of the span of the symmetric m's k eigenvectors of largest |eigenvalue|
     (k from ``kept_count``), whose derivatives to second order are those of the span alone.
 
-    Its value is those eigenvectors (``numpy.linalg.eigh``); where nothing differentiates (the runtime's
-    ``differentiating`` false: CTMRG's own iterations) it is only that, a constant. Its derivatives come from the
-    invariant-subspace equation: in the eigenbasis V = [V_k, V_d] of the current m (a constant),
-    VᵀmV = [[A, Bᵀ], [B, D]], the span of V_k + V_d X with XA − DX = B − XBᵀX. Two sweeps of
-    X ← (δB + δD X − X δA) ⊘ G, G[d, k] = w_k − w_d, give X to second order, and
-    (V_k + V_d X)(1 − XᵀX/2) is orthonormal to that order. Only kept-against-discarded gaps enter
-    (``kept_count`` keeps them ≥ multiplet_gap·|w_k|), not the near-degenerate multiplets inside the
-    kept space, through which ``eigh``'s own rule would divide by 1e-13 and stall the fixed point's
-    solves. Second order serves the gradient and forward over reverse (``value_grad_and_curvature``).
+    Its value is those eigenvectors, by ``method`` (``eigh_method``: LAPACK's full eigh, or the
+    truncated Krylov eigh of the χ + 1 leading pairs); where nothing differentiates (the runtime's
+    ``differentiating`` false: CTMRG's own iterations) it is only that, a constant. Its derivatives
+    come from the invariant-subspace equation: with the kept pairs (w, V) of the current m (constants)
+    and δm = m − m (zero in value, its derivatives m's), span(V + Y), Y ⊥ V, is invariant under m + δm
+    where, column by column on the complement of V, (w_j − m) y_j = [δm (V + Y) − Y Vᵀ δm (V + Y)]_j.
+    Two sweeps of Y ← S[δm (V + Y) − Y Vᵀ δm V], S solving (w_j − m) y_j = g_j there, give Y to second
+    order, and (V + Y)(1 − YᵀY/2) is orthonormal to that order. S is explicit with the whole eigenbasis
+    (V_d ((V_dᵀ g) ⊘ G), G[d, j] = w_j − w_d: O(n²k), no n³ term), or the truncated eigh's solve
+    (``eigh_complement_solve``: conjugate gradients with products by m, the further pairs it found
+    deflated). Only kept-against-discarded gaps enter (``kept_count`` keeps them ≥ multiplet_gap·|w_k|;
+    an exact tie is a FixedPointError), not the near-degenerate multiplets inside the kept space,
+    through which ``eigh``'s own rule would divide by 1e-13 and stall the fixed point's solves. Second
+    order serves the gradient and forward over reverse (``value_grad_and_curvature``).
     """
     values = m.value().to_numpy()
-    w, v = np.linalg.eigh(values)
-    order = np.argsort(-np.abs(w), kind="stable")
-    w, v = w[order], v[:, order]
-    n, k = len(w), kept_count(np.abs(w), chi, multiplet_gap)
+    w, v, deflation = _leading_pairs(values, chi, method, s.runtime.differentiating)
+    n, k = values.shape[0], kept_count(np.abs(w), chi, multiplet_gap)
     if k == n:  # the whole space: no direction of m moves it
         return _constant(s, v)
+    kept = _constant(s, np.ascontiguousarray(v[:, :k]))
     if not s.runtime.differentiating:  # the terms below are zero in value: only their derivatives count
-        return _constant(s, np.ascontiguousarray(v[:, :k]))
-    blocks = s.einsum([_constant(s, v), m, _constant(s, v)], "ai,ab,bj->ij")
-    change = s.sub(blocks, s.constant_from(blocks.value()))
-    d_kept = s.slice(change, SliceConfig([0, 0], [k, k]))
-    d_coupling = s.slice(change, SliceConfig([k, 0], [n, k]))
-    d_rest = s.slice(change, SliceConfig([k, k], [n, n]))
-    inverse_gaps = _constant(s, 1.0 / (w[None, :k] - w[k:, None]))
-    x = s.mul(d_coupling, inverse_gaps)
-    x = s.mul(s.sub(s.add(d_coupling, s.einsum([d_rest, x], "de,ek->dk")), s.einsum([x, d_kept], "dj,jk->dk")),
-              inverse_gaps)
-    basis = s.add(_constant(s, v[:, :k]), s.einsum([_constant(s, v[:, k:]), x], "ad,dk->ak"))
-    return s.sub(basis, s.scale_real(s.einsum([basis, x, x], "aj,dj,dk->ak"), 0.5))
+        return kept
+    discarded = w[k:] if deflation is None else np.concatenate([w[k:], deflation[0]])
+    if np.any(w[:k, None] == discarded[None, :]):
+        raise FixedPointError("ctmrg.kept_space", "kept eigenvalues of the enlarged corner distinct from the "
+                              "discarded ones (a span cut inside a multiplet has no derivative)", "an exact tie")
+    if deflation is None:
+        rest = _constant(s, np.ascontiguousarray(v[:, k:]))
+        inverse_gaps = _constant(s, 1.0 / (w[None, :k] - w[k:, None]))
+
+        def solve(g: EagerTensor) -> EagerTensor:
+            return s.einsum([rest, s.mul(s.einsum([rest, g], "ad,ak->dk"), inverse_gaps)], "ad,dk->ak")
+    else:
+        operator = [_constant(s, values), kept, _constant(s, w[:k])]
+        pairs = [_constant(s, np.hstack([v[:, k:], deflation[1]])), _constant(s, discarded)]
+
+        def solve(g: EagerTensor) -> EagerTensor:
+            return s.bind(eigh_complement_solve_p, *operator, g, *pairs, eps=0.0, squared=(False,) * k)[0]
+    change = s.sub(m, s.constant_from(m.value()))
+    first = s.einsum([change, kept], "ab,bk->ak")
+    y = solve(first)
+    d_kept = s.einsum([kept, first], "aj,ak->jk")
+    y = solve(s.sub(s.add(first, s.einsum([change, y], "ab,bk->ak")), s.einsum([y, d_kept], "aj,jk->ak")))
+    basis = s.add(kept, y)
+    return s.sub(basis, s.scale_real(s.einsum([basis, y, y], "aj,bj,bk->ak"), 0.5))
 
 
 def ctmrg_step(
-    s: EagerSession, env: Environment, a: EagerTensor, chi: int, multiplet_gap: float = MULTIPLET_GAP
+    s: EagerSession, env: Environment, a: EagerTensor, chi: int, multiplet_gap: float = MULTIPLET_GAP,
+    method: str = "auto",
 ) -> Environment:
     """One C4v CTMRG step: (C', T') of bond χ from (C, T) and the bulk tensor a, in session ops.
 
     The enlarged corner M = C·T·T·a (``enlarged_corner``), symmetrised, is cut to the span of its k
-    eigenvectors of largest |eigenvalue| (``kept_space``; k ≤ χ from ``kept_count`` with ``multiplet_gap``;
-    C' and T' are padded with zeros to χ). The basis P of that span is the gauge: the eigenbasis of the new edge's
-    slice T'[:, GAUGE_INDEX, :] (eigenvalues decreasing), with the signs of ``_gauge_signs``. Not M's
+    eigenvectors of largest |eigenvalue| (``kept_space``, by ``method``: see ``eigh_method``; k ≤ χ
+    from ``kept_count`` with ``multiplet_gap``; C' and T' are padded with zeros to χ). The basis P of
+    that span is the gauge: the eigenbasis of the new edge's slice T'[:, GAUGE_INDEX, :] (eigenvalues
+    decreasing), with the signs of ``_gauge_signs``. Not M's
     eigenbasis, which M's exact multiplets (the Ising corner spectrum has them; so do iPEPS states
     near a continuous symmetry) leave arbitrary, while the slice's eigenvalues are spread. Then
     C' = PᵀMP and T'[k, i, m] = Σ P[(α, u), k] T[α, l, β] a[u, l, d, i] P[(β, d), m], each symmetrised
@@ -224,8 +292,9 @@ def ctmrg_step(
         raise InvalidArgument("ctmrg_step", f"chi in [1, {chi_in * d}] (the enlarged corner's size)", chi)
     if not 0 <= multiplet_gap < 1:
         raise InvalidArgument("ctmrg_step", "multiplet_gap in [0, 1)", multiplet_gap)
+    eigh_method(chi_in * d, chi, method)  # a bad method is refused before any work
     corner = _symmetrised(s, enlarged_corner(s, env, a), (1, 0))
-    kept = kept_space(s, corner, chi, multiplet_gap)
+    kept = kept_space(s, corner, chi, multiplet_gap, method)
     k = kept.shape[1]
     kept = s.reshape(kept, (chi_in, d, k))
     a_slice = s.reshape(s.slice(a, SliceConfig([0, 0, 0, GAUGE_INDEX], [d, d, d, GAUGE_INDEX + 1])), (d, d, d))
@@ -245,7 +314,7 @@ def ctmrg_step(
 
 def environment_fixed_point(
     bulk: BulkFn, chi: int, tol: float = CONVERGENCE_TOL, maxiter: int = 10_000, solver: str = "gmres",
-    multiplet_gap: float = MULTIPLET_GAP,
+    multiplet_gap: float = MULTIPLET_GAP, method: str = "auto",
 ) -> FixedPoint:
     """The CTMRG fixed point of the bulk tensor ``bulk(s, θ)`` as a ``FixedPoint`` in θ.
 
@@ -254,8 +323,9 @@ def environment_fixed_point(
     convergence slows down: Ising at β = 0.44, χ = 20 takes ~9000); the solution's ``value_and_grad``,
     ``value_and_jvp`` and ``value_grad_and_curvature`` differentiate any readout of (C, T) and θ
     through the fixed point by linear solves (``solver``, to SOLVE_TOL) of up to ``maxiter`` products.
+    ``method`` is the step's eigh (``eigh_method``).
     """
-    return FixedPoint(lambda s, env, theta: ctmrg_step(s, env, bulk(s, theta), chi, multiplet_gap), tol=tol,
+    return FixedPoint(lambda s, env, theta: ctmrg_step(s, env, bulk(s, theta), chi, multiplet_gap, method), tol=tol,
                       maxiter=maxiter, solver=solver, solve_tol=SOLVE_TOL, solve_maxiter=maxiter)
 
 
@@ -385,19 +455,22 @@ class IsingThermodynamics(NamedTuple):
     seconds: float
 
 
-def ising_thermodynamics(beta: float, chi: int = 20, maxiter: int = 10_000) -> IsingThermodynamics:
+def ising_thermodynamics(
+    beta: float, chi: int = 20, maxiter: int = 10_000, method: str = "auto"
+) -> IsingThermodynamics:
     """lnZ/N, u, c and m of the infinite 2D Ising model at β by CTMRG of bond dimension χ.
 
     The iteration starts from a boundary of fixed + spins (below T_c it ends in the + state); u and c
     differentiate the fixed point (reverse mode, and forward over reverse), m is the site network with
     the impurity over the one with a. FixedPointError if the iteration does not converge in ``maxiter``
     steps. Valid for β in [1e-14, 100] (from ~170 on a's entries, ~e^(2β), overflow the normalisation).
+    ``method`` is the step's eigh (``eigh_method``).
     """
     if not (is_real_number(beta) and 0 < beta <= 100):
         raise InvalidArgument("ising_thermodynamics", "beta in (0, 100]", repr(beta))
     start = time.perf_counter()
     q, a, impurity = ising_tensors(beta)
-    problem = environment_fixed_point(ising_tensor, chi, maxiter=maxiter)
+    problem = environment_fixed_point(ising_tensor, chi, maxiter=maxiter, method=method)
     solution = problem.solve(beta, initial_environment(a, chi, boundary=q[0]))
 
     def ln_z(s: EagerSession, env: Environment, theta: EagerTensor) -> EagerTensor:

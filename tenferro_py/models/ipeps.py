@@ -199,20 +199,23 @@ class Observables(NamedTuple):
 class VariationalEnergy:
     """E(θ) and dE/dθ at bond dimension ``bond`` and environment dimension ``chi``.
 
-    Each evaluation runs CTMRG (``ctmrg.ctmrg_step``) to a change of at most CTMRG_TOL, then
-    differentiates the fixed point. It starts from ``warm_start``: the first evaluation's environment,
-    until the caller moves it; ``optimise`` moves it to the environment of each accepted iterate, so
-    every trial point of a line search starts from the same place. Starting from the last trial point
-    instead is not safe: finite-χ CTMRG can have more than one fixed point, and after a long trial step
-    and back the iteration can stay on another one (at D = 3, χ = 32, one 1.2e-5 higher in E), so that
-    E would depend on the path. A warm start that does not converge falls back to a fresh environment.
+    Each evaluation runs CTMRG (``ctmrg.ctmrg_step``, its enlarged corner's eigh by ``method``: see
+    ``ctmrg.eigh_method``) to a change of at most CTMRG_TOL, then differentiates the fixed point. It
+    starts from ``warm_start``: the first evaluation's environment, until the caller moves it;
+    ``optimise`` moves it to the environment of each accepted iterate, so every trial point of a line
+    search starts from the same place. Starting from the last trial point instead is not safe: finite-χ
+    CTMRG can have more than one fixed point, and after a long trial step and back the iteration can
+    stay on another one (at D = 3, χ = 32, one 1.2e-5 higher in E), so that E would depend on the path.
+    A warm start that does not converge falls back to a fresh environment.
     """
 
-    def __init__(self, bond: int, chi: int, engine: CpuEngine | None = None):
+    def __init__(self, bond: int, chi: int, engine: CpuEngine | None = None, method: str = "auto"):
         for name, value in (("bond", bond), ("chi", chi)):
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
                 raise InvalidArgument("VariationalEnergy", f"{name}: an int >= 1", repr(value))
-        self.bond, self.chi = bond, chi
+        if method not in ctmrg.EIGH_METHODS:
+            raise InvalidArgument("VariationalEnergy", f"method one of {', '.join(ctmrg.EIGH_METHODS)}", repr(method))
+        self.bond, self.chi, self.method = bond, chi, method
         self.basis = c4v_basis(bond)
         self.engine = engine if engine is not None else CpuEngine.serial()
         self.fixed_point = FixedPoint(self._step, tol=CTMRG_TOL, maxiter=CTMRG_MAXITER)
@@ -221,7 +224,8 @@ class VariationalEnergy:
 
     def _step(self, s: EagerSession, env: ctmrg.Environment, theta: EagerTensor) -> ctmrg.Environment:
         """One CTMRG step of the double layer of θ's site tensor: the map whose fixed point is differentiated."""
-        return ctmrg.ctmrg_step(s, env, double_layer(s, site_tensor(s, theta, self.basis)), self.chi, MULTIPLET_GAP)
+        return ctmrg.ctmrg_step(s, env, double_layer(s, site_tensor(s, theta, self.basis)), self.chi, MULTIPLET_GAP,
+                                self.method)
 
     def _energy(self, s: EagerSession, env: ctmrg.Environment, theta: EagerTensor) -> EagerTensor:
         """The readout: E per site at the fixed point (C, T) and θ."""

@@ -191,7 +191,7 @@ def machine() -> str:
 def commit() -> str:
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = git("status", "--porcelain", "--", "tenferro_py", "bench")
+    dirty = git("status", "--porcelain", "--", "tenferro_py", "bench", ":!bench/results")
     return git("rev-parse", "--short", "HEAD") + (" (with uncommitted changes)" if dirty else "")
 
 

@@ -50,8 +50,9 @@ def random_parameters(bond: int, size: float, seed: int) -> np.ndarray:
 def test_auto_takes_the_krylov_eigh_where_the_measured_crossover_says_it_pays():
     assert ctmrg.eigh_method(64, 17) == "full"  # D = 2, χ = 16
     assert ctmrg.eigh_method(1024, 65) == "full"  # D = 4, χ = 64: k/n above the crossover
-    assert ctmrg.eigh_method(1296, 37) == "krylov"  # D = 6, χ = 36
-    assert ctmrg.eigh_method(1296, 37, differentiating=True) == "full"  # the explicit derivative
+    assert ctmrg.eigh_method(1296, 37) == "full"  # D = 6, χ = 36: n below the crossover
+    assert ctmrg.eigh_method(2500, 101) == "krylov"  # D = 5, χ = 100
+    assert ctmrg.eigh_method(2500, 101, differentiating=True) == "full"  # the explicit derivative
     assert ctmrg.eigh_method(8, 8, "krylov") == "full"  # nothing to truncate
     assert ctmrg.eigh_method(64, 17, "krylov", differentiating=True) == "krylov"
     with pytest.raises(tf.InvalidArgument, match="method one of auto, full, krylov"):

@@ -69,14 +69,15 @@ CONVERGENCE_TOL = 1e-12
 """The default largest change of C and T (relative, element by element) at which the iteration stops."""
 EIGH_METHODS = ("auto", "full", "krylov")
 """How the step finds the enlarged corner's leading eigenpairs (``eigh_method``)."""
-KRYLOV_FROM = 768
+KRYLOV_FROM = 2048
 KRYLOV_UP_TO = 0.045
 """"auto" takes the truncated eigh for the χ + 1 leading pairs of n × n corners from n = KRYLOV_FROM on
 while (χ + 1)/n ≤ KRYLOV_UP_TO. Its time over LAPACK's full eigh on converged iPEPS corners
-(bench/ipeps.py --corners; bench/results/2026-12-01-ipeps.txt): 1.1–1.4 at (χ + 1)/n ≈ 0.063
-(n = 512–1600), 0.8–0.9 at 0.04 (n = 800–1250), 0.44–0.49 at n = 2500, 0.24–1.66 at 0.03 (n = 1296,
-2592; the losses where the spectrum is nearly degenerate at the cut). These spectra fall off slowly
-at the cut, so it needs more Krylov blocks than on bench/eigh_krylov_crossover.py's (k/n ≈ 0.08)."""
+(bench/ipeps.py --corners; bench/results/2026-12-01-ipeps.txt): 1.1–1.5 at (χ + 1)/n ≈ 0.063
+(D = 4, n = 512–1600), 1.07 and 0.88 at 0.041 (D = 5, n = 800, 1250), 1.71 at 0.029 (D = 6, n = 1296),
+and from n = 2048 on 0.48 (D = 5, χ = 100) and 1.36 (D = 6, χ = 72, a spectrum nearly degenerate at
+the cut). These spectra fall off slowly at the cut, and the Krylov iteration needs more blocks than
+on bench/eigh_krylov_crossover.py's (where it wins to k/n ≈ 0.08)."""
 SOLVE_TOL = 1e-10
 """The relative residual to which the derivative's linear solves go: their products carry rounding divided
 by the kept-to-discarded gap of M and stall above 1e-12 where it is small (Ising at χ = 32, β = 0.44);

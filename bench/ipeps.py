@@ -13,8 +13,8 @@ iteration must agree to 1e-8 (else MISMATCH, exit status 1).
 
 --corners D:χ[:ITER] times, on the converged environment of the state after ITER iterations (default
 0: the start), LAPACK's full eigh of the enlarged corner against the truncated eigh of its χ + 1
-leading pairs (the forward of a CTMRG step; min of 3): the crossover behind ctmrg.KRYLOV_FROM and
-ctmrg.KRYLOV_UP_TO.
+leading pairs (the forward of a CTMRG step; min of 3): the crossover behind corner_cut.KRYLOV_FROM and
+corner_cut.KRYLOV_UP_TO (tenferro_py.models).
 
 Beside the ratios it prints bench/dispatch.py's NumPy call cost (this machine's speed at small
 ops), and writes everything, with the date, the machine (lscpu, NumPy's BLAS), the commit and the

@@ -12,7 +12,7 @@ import pytest
 import tenferro_py as tf
 from tenferro_py import Tensor, krylov_eigh
 from tenferro_py.fixed_point import FixedPointError
-from tenferro_py.models import ctmrg
+from tenferro_py.models import corner_cut, ctmrg
 from tenferro_py.models import ipeps as ih
 from tenferro_py.testing import check_grads
 
@@ -64,8 +64,8 @@ def test_auto_takes_the_krylov_eigh_where_the_measured_crossover_says_it_pays():
 def test_auto_iterates_by_krylov_and_differentiates_by_the_full_eigh(krylov_path, monkeypatch):
     """With the crossover lowered to D = 2, χ = 8: CTMRG's iterations take the Krylov iteration, the
     recorded step the full eigh (no conjugate gradients), and E and dE/dθ are the full method's."""
-    monkeypatch.setattr(ctmrg, "KRYLOV_FROM", 1)
-    monkeypatch.setattr(ctmrg, "KRYLOV_UP_TO", 1.0)
+    monkeypatch.setattr(corner_cut, "KRYLOV_FROM", 1)
+    monkeypatch.setattr(corner_cut, "KRYLOV_UP_TO", 1.0)
     theta = random_parameters(2, 0.3, seed=2)
     energy_full, gradient_full = ih.VariationalEnergy(2, 8, method="full").energy_and_gradient(theta)
     assert krylov_path["iterations"] == 0

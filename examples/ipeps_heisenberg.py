@@ -16,7 +16,7 @@ import numpy as np
 
 import tenferro_py as tf
 from tenferro_py.fixed_point import FixedPointError
-from tenferro_py.models import ipeps
+from tenferro_py.models import ctmrg, ipeps
 from tenferro_py.models.cli import ArgumentParser, number
 
 DEFAULTS = {"D": 2, "chi": 16, "seed": 0, "maxiter": 100}
@@ -50,6 +50,8 @@ def parser() -> ArgumentParser:
                               ("seed", 0, "the random start"), ("maxiter", 1, "L-BFGS iterations")):
         p.add_argument(f"--{name}", type=number(int, f"an integer >= {least}", lambda v, least=least: v >= least),
                        help=f"{what} (default {DEFAULTS[name]})")
+    p.add_argument("--eigh", choices=ctmrg.EIGH_METHODS, default="auto",
+                   help="the CTMRG corner's eigh: auto (by the measured crossover), full or krylov (default auto)")
     p.add_argument("--save", metavar="FILE", type=writable, help="save the state after each iteration")
     p.add_argument("--load", metavar="FILE", type=file_name, help="resume from FILE (written by --save)")
     return p
@@ -77,7 +79,7 @@ def main(argv: Sequence[str]) -> int:
     print(f"tenferro_py {tf.__version__} iPEPS Heisenberg D={bond} chi={chi} seed={settings['seed']} "
           f"parameters={theta.size} start={start}")
     print("iter energy |grad| seconds", flush=True)
-    model = ipeps.VariationalEnergy(bond, chi)
+    model = ipeps.VariationalEnergy(bond, chi, method=args.eigh)
     iterations, clock = done, time.perf_counter()
 
     def on_iteration(x: np.ndarray, energy: float, gradient: np.ndarray) -> None:

@@ -36,7 +36,8 @@ KRYLOV_FROM = 512
 #: Below this |λ_k|/|λ₁| the kept pairs take a Newton step, its solve to this relative residual.
 REFINE_BELOW = 1e-4
 REFINE_TOLERANCE = 1e-4
-#: Relative residual the discarded subspace's solve must reach, and its iteration budget.
+#: Residual the discarded subspace's solve must reach, relative to its right-hand side, and its
+#: iteration budget.
 SOLVE_TOLERANCE = 1e-13
 SOLVE_STEPS = 200
 
@@ -214,9 +215,9 @@ def complement_solve(h: np.ndarray, v: np.ndarray, w: np.ndarray, g: np.ndarray,
     coefficient = np.where(twice[None, :], 1.0 / (gap * gap + eta * eta), broadened_reciprocal(gap, eta))
     explicit = z @ ((z.conj().T @ g) * coefficient)
     r = project(project(g)) * sign  # twice: a g in span(v, z) leaves rounding with no part there
-    norms = np.linalg.norm(r, axis=0)
+    norms = np.linalg.norm(g, axis=0)  # relative to g: an r at g's rounding is solved (no CG can lower it)
     x, p = np.zeros_like(r), r.copy()
-    rr = norms * norms
+    rr = np.real(np.sum(r.conj() * r, axis=0))
     for _ in range(SOLVE_STEPS + 1):
         active = np.nonzero(np.sqrt(rr) > limit * norms)[0]  # a converged column stays as it is
         if not len(active):

@@ -45,6 +45,7 @@ LAYERS = [
     ["models.hotrg", "models.sweep_csv"],
     ["models.sweep_pool"],
     ["models.sweep"],
+    ["models.corner_cut"],
     ["models.ctmrg"],
     ["models.ipeps"],
     ["models"],

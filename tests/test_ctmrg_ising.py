@@ -93,6 +93,22 @@ def test_the_fixed_point_is_a_fixed_point_in_any_input_gauge(environment):
             assert np.abs(t2.value().to_numpy() - t.to_numpy()).max() <= 1e-11
 
 
+def test_the_step_gives_the_same_bits_whether_or_not_it_is_differentiated(environment):
+    """Outside any differentiation kept_space skips its derivative's terms (zero in value): the step's
+    output is bit for bit the recorded step's, and nothing else is computed."""
+    (c, t), a, _ = environment
+    rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+    outputs = []
+    for plain in (True, False):
+        with rt.no_grad() if plain else rt.enable_grad():
+            c_in = rt.constant_from(c) if plain else rt.variable_from(c)
+            out = rt.with_eager_session(eng, lambda s: ctmrg.ctmrg_step(
+                s, (c_in, s.constant_from(t)), s.constant_from(Tensor.from_numpy(a)), CHI))
+        assert all(x.is_tracked != plain for x in out)
+        outputs.append([x.value().to_numpy() for x in out])
+    assert all(np.array_equal(p, q) for p, q in zip(*outputs))
+
+
 def test_the_cut_keeps_neither_part_of_a_multiplet_nor_unresolved_states():
     magnitudes = np.array([1.0, 0.5, 0.2, 0.2, 0.199, 0.1, 0.05])
     assert ctmrg.kept_count(magnitudes, 4) == 2  # 0.2, 0.2, 0.199 stay together, outside

@@ -12,7 +12,8 @@ smooth map, for the Ising model's exact corner multiplets and for iPEPS double l
 ``environment_fixed_point`` (a ``tenferro_py.fixed_point.FixedPoint``) then differentiates any
 readout through the fixed point, and the networks below (``ln_z_per_site``, ``site_expectation``,
 ``two_site_network``, ...) are session ops of the environment and the centre tensors.
-``ising_thermodynamics`` is the whole method for the 2D Ising model:
+The cut (which eigenvectors of M to keep, by which eigh, and their span's derivative) is
+``tenferro_py.models.corner_cut``. ``ising_thermodynamics`` is the whole method for the 2D Ising model:
 
     >>> from tenferro_py.models import ctmrg
     >>> r = ctmrg.ising_thermodynamics(0.6, chi=20)   # r.lnz, r.u, r.c, r.m (Onsager's to ~1e-14)
@@ -33,14 +34,15 @@ from ..ops.structural import SliceConfig
 from ..session import EagerSession
 from ..tape import EagerTensor
 from ..tensor import Tensor, is_real_number
+from .corner_cut import EIGH_METHODS, MULTIPLET_GAP, RESOLVED, eigh_method, kept_count, kept_space
 from .trg import initial
 
 __all__ = [
-    "CONVERGENCE_TOL", "GAUGE_INDEX", "MULTIPLET_GAP", "RESOLVED", "SOLVE_TOL", "TIE", "BulkFn", "Environment",
-    "IsingThermodynamics", "converge", "corner_network", "correlation_length", "ctmrg_step", "edge_network",
-    "enlarged_corner", "environment_fixed_point", "initial_environment", "ising_tensor", "ising_tensors",
-    "ising_thermodynamics", "kept_count", "kept_space", "ln_z_per_site", "site_expectation", "site_network",
-    "transfer_matrix_eigenvalues", "two_site_network",
+    "CONVERGENCE_TOL", "EIGH_METHODS", "GAUGE_INDEX", "MULTIPLET_GAP", "RESOLVED", "SOLVE_TOL", "TIE", "BulkFn",
+    "Environment", "IsingThermodynamics", "converge", "corner_network", "correlation_length", "ctmrg_step",
+    "edge_network", "eigh_method", "enlarged_corner", "environment_fixed_point", "initial_environment",
+    "ising_tensor", "ising_tensors", "ising_thermodynamics", "kept_count", "kept_space", "ln_z_per_site",
+    "site_expectation", "site_network", "transfer_matrix_eigenvalues", "two_site_network",
 ]
 
 Environment = tuple[EagerTensor, EagerTensor]
@@ -49,16 +51,6 @@ Environment = tuple[EagerTensor, EagerTensor]
 BulkFn = Callable[[EagerSession, EagerTensor], EagerTensor]
 """bulk(s, θ) -> a[u, l, d, r]: the bulk tensor as a session function of the parameters."""
 
-MULTIPLET_GAP = 0.05
-"""The default ``multiplet_gap`` of the cut: the last kept eigenvalue of M must exceed the first discarded
-one by this (relative, in magnitude), otherwise the cut moves down rather than split a (near-)degenerate
-multiplet, whose kept part would be fixed only to rounding / gap (the fixed point's derivative would
-divide by that gap). 0 keeps the top χ whatever the gap."""
-RESOLVED = 1e-5
-"""Eigenvalues of M below this times the largest are not kept: their eigenvectors are fixed only to
-~1e-16 |w_max| / gap, the environment keeps changing by that from step to step, and the derivative's
-linear solves stall. They weigh nothing: a state of C at 1e-5 has weight 1e-20 in the reduced density
-matrix C⁴ (Ising at β = 0.6, χ = 20: the 10 states above 1e-5 give lnZ/N, u and c within 2e-14 of Onsager's)."""
 GAUGE_INDEX = 0
 """The bulk index i of the edge slice T[:, i, :] whose eigenbasis is the gauge (see ``ctmrg_step``)."""
 TIE = 1e-8
@@ -108,22 +100,6 @@ def enlarged_corner(s: EagerSession, env: Environment, a: EagerTensor) -> EagerT
     return s.reshape(corner, (chi * d, chi * d))
 
 
-def kept_count(magnitudes: np.ndarray, chi: int, multiplet_gap: float = MULTIPLET_GAP) -> int:
-    """How many of the eigenvalue magnitudes (in decreasing order) to keep.
-
-    At most χ, and only those of at least RESOLVED times the first; below that top count, the cut
-    moves down to the first k (down to half the top) whose k-th magnitude exceeds the (k+1)-th by
-    ``multiplet_gap`` (relative), so that no multiplet is split; with no such gap, the top count.
-    """
-    top = min(chi, int(np.sum(magnitudes >= RESOLVED * magnitudes[0])))
-    if top == len(magnitudes):
-        return top
-    for k in range(top, (top - 1) // 2, -1):
-        if magnitudes[k] <= (1 - multiplet_gap) * magnitudes[k - 1]:
-            return k
-    return top
-
-
 def _gauge_signs(corner: np.ndarray, edge: np.ndarray) -> np.ndarray:
     """Signs s (s₀ = 1) that fix the last gauge freedom of (C, T), C[k, m] → s_k s_m C[k, m], T[k, i, m]
     → s_k s_m T[k, i, m]: each state k ≥ 1 in turn makes its largest coupling to the states before it
@@ -161,48 +137,17 @@ def _symmetrised(s: EagerSession, x: EagerTensor, perm: tuple[int, ...]) -> Eage
     return s.scale_real(s.add(x, s.transpose(x, perm)), 0.5)
 
 
-def kept_space(s: EagerSession, m: EagerTensor, chi: int, multiplet_gap: float = MULTIPLET_GAP) -> EagerTensor:
-    """An orthonormal basis (n × k) of the span of the symmetric m's k eigenvectors of largest |eigenvalue|
-    (k from ``kept_count``), whose derivatives to second order are those of the span alone.
-
-    Its value is those eigenvectors (``numpy.linalg.eigh``). Its derivatives come from the
-    invariant-subspace equation: in the eigenbasis V = [V_k, V_d] of the current m (a constant),
-    VᵀmV = [[A, Bᵀ], [B, D]], the span of V_k + V_d X with XA − DX = B − XBᵀX. Two sweeps of
-    X ← (δB + δD X − X δA) ⊘ G, G[d, k] = w_k − w_d, give X to second order, and
-    (V_k + V_d X)(1 − XᵀX/2) is orthonormal to that order. Only kept-against-discarded gaps enter
-    (``kept_count`` keeps them ≥ multiplet_gap·|w_k|), not the near-degenerate multiplets inside the
-    kept space, through which ``eigh``'s own rule would divide by 1e-13 and stall the fixed point's
-    solves. Second order serves the gradient and forward over reverse (``value_grad_and_curvature``).
-    """
-    values = m.value().to_numpy()
-    w, v = np.linalg.eigh(values)
-    order = np.argsort(-np.abs(w), kind="stable")
-    w, v = w[order], v[:, order]
-    n, k = len(w), kept_count(np.abs(w), chi, multiplet_gap)
-    if k == n:  # the whole space: no direction of m moves it
-        return _constant(s, v)
-    blocks = s.einsum([_constant(s, v), m, _constant(s, v)], "ai,ab,bj->ij")
-    change = s.sub(blocks, s.constant_from(blocks.value()))
-    d_kept = s.slice(change, SliceConfig([0, 0], [k, k]))
-    d_coupling = s.slice(change, SliceConfig([k, 0], [n, k]))
-    d_rest = s.slice(change, SliceConfig([k, k], [n, n]))
-    inverse_gaps = _constant(s, 1.0 / (w[None, :k] - w[k:, None]))
-    x = s.mul(d_coupling, inverse_gaps)
-    x = s.mul(s.sub(s.add(d_coupling, s.einsum([d_rest, x], "de,ek->dk")), s.einsum([x, d_kept], "dj,jk->dk")),
-              inverse_gaps)
-    basis = s.add(_constant(s, v[:, :k]), s.einsum([_constant(s, v[:, k:]), x], "ad,dk->ak"))
-    return s.sub(basis, s.scale_real(s.einsum([basis, x, x], "aj,dj,dk->ak"), 0.5))
-
-
 def ctmrg_step(
-    s: EagerSession, env: Environment, a: EagerTensor, chi: int, multiplet_gap: float = MULTIPLET_GAP
+    s: EagerSession, env: Environment, a: EagerTensor, chi: int, multiplet_gap: float = MULTIPLET_GAP,
+    method: str = "auto",
 ) -> Environment:
     """One C4v CTMRG step: (C', T') of bond χ from (C, T) and the bulk tensor a, in session ops.
 
     The enlarged corner M = C·T·T·a (``enlarged_corner``), symmetrised, is cut to the span of its k
-    eigenvectors of largest |eigenvalue| (``kept_space``; k ≤ χ from ``kept_count`` with ``multiplet_gap``;
-    C' and T' are padded with zeros to χ). The basis P of that span is the gauge: the eigenbasis of the new edge's
-    slice T'[:, GAUGE_INDEX, :] (eigenvalues decreasing), with the signs of ``_gauge_signs``. Not M's
+    eigenvectors of largest |eigenvalue| (``kept_space``, by ``method``: see ``eigh_method``; k ≤ χ
+    from ``kept_count`` with ``multiplet_gap``; C' and T' are padded with zeros to χ). The basis P of
+    that span is the gauge: the eigenbasis of the new edge's slice T'[:, GAUGE_INDEX, :] (eigenvalues
+    decreasing), with the signs of ``_gauge_signs``. Not M's
     eigenbasis, which M's exact multiplets (the Ising corner spectrum has them; so do iPEPS states
     near a continuous symmetry) leave arbitrary, while the slice's eigenvalues are spread. Then
     C' = PᵀMP and T'[k, i, m] = Σ P[(α, u), k] T[α, l, β] a[u, l, d, i] P[(β, d), m], each symmetrised
@@ -221,8 +166,9 @@ def ctmrg_step(
         raise InvalidArgument("ctmrg_step", f"chi in [1, {chi_in * d}] (the enlarged corner's size)", chi)
     if not 0 <= multiplet_gap < 1:
         raise InvalidArgument("ctmrg_step", "multiplet_gap in [0, 1)", multiplet_gap)
+    eigh_method(chi_in * d, chi, method)  # a bad method is refused before any work
     corner = _symmetrised(s, enlarged_corner(s, env, a), (1, 0))
-    kept = kept_space(s, corner, chi, multiplet_gap)
+    kept = kept_space(s, corner, chi, multiplet_gap, method)
     k = kept.shape[1]
     kept = s.reshape(kept, (chi_in, d, k))
     a_slice = s.reshape(s.slice(a, SliceConfig([0, 0, 0, GAUGE_INDEX], [d, d, d, GAUGE_INDEX + 1])), (d, d, d))
@@ -242,7 +188,7 @@ def ctmrg_step(
 
 def environment_fixed_point(
     bulk: BulkFn, chi: int, tol: float = CONVERGENCE_TOL, maxiter: int = 10_000, solver: str = "gmres",
-    multiplet_gap: float = MULTIPLET_GAP,
+    multiplet_gap: float = MULTIPLET_GAP, method: str = "auto",
 ) -> FixedPoint:
     """The CTMRG fixed point of the bulk tensor ``bulk(s, θ)`` as a ``FixedPoint`` in θ.
 
@@ -251,8 +197,9 @@ def environment_fixed_point(
     convergence slows down: Ising at β = 0.44, χ = 20 takes ~9000); the solution's ``value_and_grad``,
     ``value_and_jvp`` and ``value_grad_and_curvature`` differentiate any readout of (C, T) and θ
     through the fixed point by linear solves (``solver``, to SOLVE_TOL) of up to ``maxiter`` products.
+    ``method`` is the step's eigh (``eigh_method``).
     """
-    return FixedPoint(lambda s, env, theta: ctmrg_step(s, env, bulk(s, theta), chi, multiplet_gap), tol=tol,
+    return FixedPoint(lambda s, env, theta: ctmrg_step(s, env, bulk(s, theta), chi, multiplet_gap, method), tol=tol,
                       maxiter=maxiter, solver=solver, solve_tol=SOLVE_TOL, solve_maxiter=maxiter)
 
 
@@ -382,19 +329,22 @@ class IsingThermodynamics(NamedTuple):
     seconds: float
 
 
-def ising_thermodynamics(beta: float, chi: int = 20, maxiter: int = 10_000) -> IsingThermodynamics:
+def ising_thermodynamics(
+    beta: float, chi: int = 20, maxiter: int = 10_000, method: str = "auto"
+) -> IsingThermodynamics:
     """lnZ/N, u, c and m of the infinite 2D Ising model at β by CTMRG of bond dimension χ.
 
     The iteration starts from a boundary of fixed + spins (below T_c it ends in the + state); u and c
     differentiate the fixed point (reverse mode, and forward over reverse), m is the site network with
     the impurity over the one with a. FixedPointError if the iteration does not converge in ``maxiter``
     steps. Valid for β in [1e-14, 100] (from ~170 on a's entries, ~e^(2β), overflow the normalisation).
+    ``method`` is the step's eigh (``eigh_method``).
     """
     if not (is_real_number(beta) and 0 < beta <= 100):
         raise InvalidArgument("ising_thermodynamics", "beta in (0, 100]", repr(beta))
     start = time.perf_counter()
     q, a, impurity = ising_tensors(beta)
-    problem = environment_fixed_point(ising_tensor, chi, maxiter=maxiter)
+    problem = environment_fixed_point(ising_tensor, chi, maxiter=maxiter, method=method)
     solution = problem.solve(beta, initial_environment(a, chi, boundary=q[0]))
 
     def ln_z(s: EagerSession, env: Environment, theta: EagerTensor) -> EagerTensor:

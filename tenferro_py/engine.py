@@ -201,11 +201,12 @@ def _call(prim: Kernel, args: Sequence[Any], params: dict, avals: tuple) -> tupl
     Kernels never write to their inputs, so outputs are shared without copies.
     """
     out = prim.impl(*args, **params)
-    if type(out) is tuple and len(out) == 1 == len(avals):  # the common case, checked inline
-        v, a = out[0], avals[0]
-        if type(v) is np.ndarray and v.shape == a.shape and v.dtype == a.dtype:
+    if type(out) is tuple and len(out) == len(avals):  # the common case, checked inline
+        for v, a in zip(out, avals):
+            if type(v) is not np.ndarray or v.shape != a.shape or v.dtype != a.dtype:
+                return _checked(prim.name, out, avals)
             v.setflags(write=False)
-            return out
+        return out
     return _checked(prim.name, out, avals)
 
 

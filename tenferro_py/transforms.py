@@ -154,7 +154,9 @@ class Transforms:
         if t is None:
             if math.prod(like.shape) != 1:
                 raise NonScalarGrad(op, "a scalar output (one element)", f"shape {list(like.shape)}")
-            t = Tensor.adopt(np.ones(like.shape, dtype=like.dtype))
+            one = np.ones(like.shape, dtype=like.dtype)
+            one.setflags(write=False)  # as every kernel's output
+            return EagerTensor(self, one, like.aval)
         x = self.operand(op, t)
         if x.shape != like.shape:
             raise ShapeMismatch(op, f"{what} of shape {list(like.shape)}", f"shape {list(x.shape)}")

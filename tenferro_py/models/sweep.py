@@ -283,17 +283,16 @@ def _run(todo: list[float], settings: Settings, path: Path, executor: Executor |
         else:
             executor, stop = worker_pool(workers)
             task = partial(run_in_worker, compute_point)
-    finished = False
     try:
         _compute(executor, task, todo, settings, path, bar, computed, failed)
-        finished = True
     except BaseException:
         if stop is not None:
             stop.set()  # the workers stop their βs (a Ctrl-C reached them already; SIGTERM, an error did not)
         raise
     finally:
-        if own:
-            executor.shutdown(wait=finished, cancel_futures=True)
+        if own:  # waited for even when stopping (workers stop within WATCH_SECONDS): a pool left running
+            # races the interpreter's exit, which then prints a traceback of its closed pipe
+            executor.shutdown(wait=True, cancel_futures=True)
         if client is not None:
             client.close()
 

@@ -217,6 +217,7 @@ def _cheapest(a: str, b: str, out: str, size: dict, strides_x, strides_y, unit: 
     return best
 
 
+@functools.lru_cache(maxsize=1024)
 def cotangent_order(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]) -> str | None:
     """For the reverse of a two-operand step whose operands both need a cotangent: the order to copy the
     output's cotangent into once, (batch, free of a, free of b) as the operands lie, so that both
@@ -244,21 +245,37 @@ def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
 
 
+def memory_order(value: object) -> tuple[int, ...] | None:
+    """An array's axes from the largest stride to the smallest (its layout, for :func:`arrange`);
+    None for C order or anything that is not an array yet (a pending kernel's output)."""
+    if type(value) is not np.ndarray or value.flags.c_contiguous:
+        return None
+    order = tuple(sorted(range(value.ndim), key=lambda i: -abs(value.strides[i])))
+    return None if order == tuple(range(value.ndim)) else order
+
+
 @functools.lru_cache(maxsize=1024)
-def arrange(steps: tuple, shapes: tuple[tuple[int, ...], ...]) -> tuple:
+def arrange(steps: tuple, shapes: tuple[tuple[int, ...], ...], layouts: tuple | None = None) -> tuple:
     """The pairwise steps (positions, (sub_a, sub_b), result) of an einsum whose operands have these
-    shapes (C order), with the result of each matrix product permuted to the order that copies least
-    over the path: its consumer reads it in place, its producer writes it so where it can, else
-    copies it once. The last step keeps the einsum's output order, and other steps' results (a
-    broadcast product's, numpy.einsum's) keep opt_einsum's: the sums after them run in the same
-    order as before (TRG's first tensor, an outer product, keeps its derivative's last bits so)."""
+    shapes and layouts (:func:`memory_order` of each, or None for all in C order), with the result
+    of each matrix product permuted to the order that copies least over the path: its consumer
+    reads it in place, its producer writes it so where it can, else copies it once. The last step
+    keeps the einsum's output order, and other steps' results (a broadcast product's,
+    numpy.einsum's) keep opt_einsum's: the sums after them run in the same order as before (TRG's
+    first tensor, an outer product, keeps its derivative's last bits so)."""
     n = len(shapes)
     ids, children = list(range(n)), []
     for positions, _, _ in steps:
         children.append([ids.pop(p) for p in positions])
         ids.append(n + len(children) - 1)
-    size = {c: d for k, (_, subs, _) in enumerate(steps) for child, sub in zip(children[k], subs) if child < n
-            for c, d in zip(sub, shapes[child])}
+    size, strides = {}, {}
+    for k, (_, subs, _) in enumerate(steps):
+        for child, sub in zip(children[k], subs):
+            if child < n:
+                size.update(zip(sub, shapes[child]))
+                order = (layouts or ())[child] if layouts else None
+                in_memory = c_strides(tuple(shapes[child][i] for i in order)) if order else c_strides(shapes[child])
+                strides[child] = tuple(in_memory[order.index(i)] for i in range(len(sub))) if order else in_memory
     ours = {n + k for k, (_, subs, result) in enumerate(steps) if _kind(subs, result) is MatrixProduct}
     memo: dict = {}
 
@@ -268,31 +285,38 @@ def arrange(steps: tuple, shapes: tuple[tuple[int, ...], ...]) -> tuple:
             memo[k, desired] = _best(k, desired)
         return memo[k, desired]
 
+    def laid_out(child: int, sub: str, keep) -> str:
+        """The letters of ``sub`` in ``keep`` as the operand lies in memory."""
+        if child not in strides:
+            return "".join(c for c in sub if c in keep)
+        return "".join(sorted((c for c in sub if c in keep), key=lambda c: -strides[child][sub.index(c)]))
+
     def _best(k: int, desired: str) -> tuple[int, tuple]:
         subs, result = steps[k][1], steps[k][2]
         if _kind(subs, result) is not MatrixProduct:
             return sum(best(c - n, sub)[0] for c, sub in zip(children[k], subs) if c >= n), subs
-        a, b = subs
+        (a, b), (ca, cb) = subs, children[k]
         batch = "".join(c for c in desired if c in a and c in b)
         free = ["".join(c for c in desired if c in s and c not in t) for s, t in ((a, b), (b, a))]
         inner = [c for c in a if c in b and c not in result]
         out_size = math.prod(size[c] for c in result)
         found = None
-        for order_a in dict.fromkeys((free[0], "".join(c for c in a if c in free[0]))):
-            for order_b in dict.fromkeys((free[1], "".join(c for c in b if c in free[1]))):
-                for order_in in dict.fromkeys("".join(c for c in sub if c in inner) for sub in subs):
+        for order_a in dict.fromkeys((free[0], laid_out(ca, a, free[0]))):
+            for order_b in dict.fromkeys((free[1], laid_out(cb, b, free[1]))):
+                for order_in in dict.fromkeys((laid_out(ca, a, inner), laid_out(cb, b, inner))):
                     for y_first in (False, True):
                         out = batch + (order_b + order_a if y_first else order_a + order_b)
                         cost, choices = (0 if out == desired else out_size), []
-                        for sub, order, child in zip(subs, (order_a, order_b), children[k]):
+                        for sub, order, child in zip(subs, (order_a, order_b), (ca, cb)):
                             if child in ours:
                                 choices.append((batch + order + order_in, batch + order_in + order))
                             else:
                                 shape = tuple(size[c] for c in sub)
-                                cost += _copied(sub, shape, c_strides(shape), order, order_in, size, 1)
+                                cost += _copied(sub, shape, strides.get(child) or c_strides(shape), order, order_in,
+                                                size, 1)
                                 choices.append((sub,))
                         for pick in itertools.product(*choices):
-                            total = cost + sum(best(c - n, o)[0] for c, o in zip(children[k], pick) if c >= n)
+                            total = cost + sum(best(c - n, o)[0] for c, o in zip((ca, cb), pick) if c >= n)
                             if found is None or total < found[0]:
                                 found = (total, pick)
         return found

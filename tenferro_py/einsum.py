@@ -274,7 +274,9 @@ def contract(s, operands: list, subscripts: object, optimize: object = "auto"):
     if len(xs) <= 2:
         return s.bind(einsum_p, *xs, inputs=inputs, output=output)[0]
     shapes = tuple(x.shape for x in xs)
-    for positions, ins, out in contraction.arrange(pairwise_steps(inputs, output, shapes, plan_request), shapes):
+    layouts = tuple(contraction.memory_order(getattr(x, "payload", x)) for x in xs)  # a kernel session: arrays
+    steps = pairwise_steps(inputs, output, shapes, plan_request)
+    for positions, ins, out in contraction.arrange(steps, shapes, layouts if any(layouts) else None):
         picked = [xs.pop(p) for p in positions]
         xs.append(s.bind(einsum_p, *picked, inputs=ins, output=out)[0])
     return xs[0]

@@ -146,3 +146,30 @@ def test_cotangent_order(rng):
     assert contraction.cotangent_order(("ydrck", "xurck"), "xyud", ((2,) * 5, (2,) * 5)) == "ydxu"
     assert contraction.cotangent_order(("ij", "jk"), "ik", ((2, 3), (3, 4))) is None  # already (i | k)
     assert contraction.cotangent_order(("ij", "ij"), "ij", ((2, 3), (2, 3))) is None  # no sum: not a GEMM
+
+
+def test_top_level_reverse_sweep_holds_no_cotangent_past_its_use(rng):
+    """tnp.value_and_grad and a top-level pullback sweep unrecorded: nothing will differentiate the
+    gradient there, so a chain of k products of 1 MiB arrays peaks near what its forward holds
+    (the argument, the factor, the k products, x·x: k + 3 arrays) plus a few live cotangents, not
+    near twice that (every cotangent kept by the graph of a recorded sweep: 2k + 7)."""
+    import tracemalloc
+
+    k, n = 12, 362  # 362² doubles: 1 MiB each
+    m = rng.standard_normal((n, n)) / np.sqrt(n)
+
+    def chain(x):
+        factor = tnp.asarray(m)  # one constant (each lift of NumPy data would be a copy)
+        for _ in range(k):
+            x = tnp.einsum("ij,jk->ik", x, factor)
+        return tnp.sum(x * x)
+
+    x0 = rng.standard_normal((n, n))
+    for run in (lambda: tnp.value_and_grad(chain)(x0), lambda: tnp.vjp(chain, x0)[1](1.0)):
+        tracemalloc.start()
+        try:
+            run()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < (k + 8) * x0.nbytes, f"peak {peak / x0.nbytes:.1f} arrays of the chain's size"

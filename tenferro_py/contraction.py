@@ -62,17 +62,13 @@ def counting() -> Iterator[Count]:
         _count = outer
 
 
-def kernel(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]):
-    """The kernel of a one- or two-operand einsum step: :class:`MatrixProduct` when two operands sum
-    over a shared index, :class:`BroadcastProduct` when they sum nothing, :class:`Permutation`
-    when one operand's axes are only reordered; None for anything else, numpy.einsum's business:
-    an index repeated inside an operand or summed inside one alone, and batches of products where
-    an operand has no free index (batched dot or matrix-vector products)."""
-    kind = _kind(inputs, output)
-    return None if kind is None else kind(inputs, output, shapes)
-
-
-def _kind(inputs: tuple[str, ...], output: str):
+def kind(inputs: tuple[str, ...], output: str):
+    """The kernel class of a one- or two-operand einsum step, built as ``kind(inputs, output, shapes)``:
+    :class:`MatrixProduct` when two operands sum over a shared index, :class:`BroadcastProduct` when
+    they sum nothing, :class:`Permutation` when one operand's axes are only reordered; None for
+    anything else, numpy.einsum's business: an index repeated inside an operand or summed inside one
+    alone, and batches of products where an operand has no free index (batched dot or
+    matrix-vector products: numpy.einsum's loops, no BLAS call per batch)."""
     if any(len(set(sub)) != len(sub) for sub in inputs) or len(inputs) > 2:
         return None
     if len(inputs) == 1:
@@ -83,7 +79,7 @@ def _kind(inputs: tuple[str, ...], output: str):
     if not any(c in b and c not in output for c in a):
         return BroadcastProduct
     if any(c in b for c in output if c in a) and not (set(a) - set(b) and set(b) - set(a)):
-        return None  # batched vector products: numpy.einsum's loops, no BLAS call per batch
+        return None
     return MatrixProduct
 
 
@@ -121,22 +117,20 @@ class BroadcastProduct:
         return np.multiply(x.transpose(self.perm_a)[self.index_a], y.transpose(self.perm_b)[self.index_b])
 
 
-def _merged_stride(sub: str, shape, strides, group: str, unit: int) -> int | None:
-    """The stride of ``group``'s axes (in that order) merged into one without a copy, or None."""
-    axes = [sub.index(c) for c in group if shape[sub.index(c)] != 1]
-    if any(strides[i] != strides[j] * shape[j] for i, j in zip(axes, axes[1:])):
-        return None
-    return strides[axes[-1]] if axes else unit
-
-
 def _copied(sub: str, shape, strides, rows: str, cols: str, size: dict, unit: int) -> int:
-    """Elements copied to read an operand as matrices (rows | cols): none when both groups merge and one
-    has unit stride with the other at least its extent (BLAS's leading dimension), else all."""
-    r, c = _merged_stride(sub, shape, strides, rows, unit), _merged_stride(sub, shape, strides, cols, unit)
-    if r is not None and c is not None:
-        extent = {r: math.prod(size[i] for i in cols), c: math.prod(size[i] for i in rows)}
-        if (c == unit and r >= extent[r] * unit) or (r == unit and c >= extent[c] * unit):
-            return 0
+    """Elements copied to read an operand as matrices (rows | cols): none when each group's axes merge
+    into one stride and one group has unit stride with the other at least its extent (BLAS's
+    leading dimension), else all."""
+    merged = []
+    for group in (rows, cols):
+        axes = [sub.index(c) for c in group if shape[sub.index(c)] != 1]
+        if any(strides[i] != strides[j] * shape[j] for i, j in zip(axes, axes[1:])):
+            return math.prod(shape)
+        merged.append(strides[axes[-1]] if axes else unit)
+    r, c = merged
+    if (c == unit and r >= math.prod(size[i] for i in cols) * unit) or \
+            (r == unit and c >= math.prod(size[i] for i in rows) * unit):
+        return 0
     return math.prod(shape)
 
 
@@ -162,7 +156,8 @@ class MatrixProduct:
         perm_x, matrix_x, perm_y, matrix_y, y_first, result_shape, out_perm, tally = layout
         xm = x.transpose(perm_x).reshape(matrix_x)
         ym = y.transpose(perm_y).reshape(matrix_y)
-        r = np.matmul(ym, xm.swapaxes(-1, -2), order="C") if y_first else np.matmul(xm, ym.swapaxes(-1, -2), order="C")
+        p, q = (ym, xm) if y_first else (xm, ym)
+        r = np.matmul(p, q.swapaxes(-1, -2), order="C")
         if _count is not None:
             _count.add(*tally)
         r = r.reshape(result_shape)
@@ -190,30 +185,39 @@ class MatrixProduct:
         )
 
 
-def _cheapest(a: str, b: str, out: str, size: dict, strides_x, strides_y, unit: int) -> tuple:
-    """(elements copied, free order of x, free order of y, inner order, whether Y·Xᵀ): the layout that
-    copies least among the orders the operands' memory and the output suggest, the first on ties."""
-    shape_x, shape_y = tuple(size[c] for c in a), tuple(size[c] for c in b)
-    free_x = "".join(c for c in out if c in a and c not in b)
-    free_y = "".join(c for c in out if c in b and c not in a)
+def _in_memory(sub: str, strides, keep) -> str:
+    """The letters of ``sub`` that are in ``keep``, from the largest stride to the smallest (C order when
+    no strides are given)."""
+    letters = [c for c in sub if c in keep]
+    return "".join(letters if strides is None else sorted(letters, key=lambda c: -abs(strides[sub.index(c)])))
+
+
+def _candidates(a: str, b: str, out: str, strides_a, strides_b) -> Iterator[tuple[str, str, str, bool, str]]:
+    """The layouts of ``a,b->out`` worth pricing: (free order of a, of b, inner order, whether B·Aᵀ, the
+    result's order), each group in the output's order or as its operand lies in memory."""
+    free_a = "".join(c for c in out if c in a and c not in b)
+    free_b = "".join(c for c in out if c in b and c not in a)
     batch = "".join(c for c in out if c in a and c in b)
-
-    def memory(sub, strides, keep):
-        return "".join(sorted((c for c in sub if c in keep), key=lambda c: -abs(strides[sub.index(c)])))
-
     shared = [c for c in a if c in b and c not in out]
+    for order_a in dict.fromkeys((free_a, _in_memory(a, strides_a, free_a))):
+        for order_b in dict.fromkeys((free_b, _in_memory(b, strides_b, free_b))):
+            for inner in dict.fromkeys((_in_memory(a, strides_a, shared), _in_memory(b, strides_b, shared))):
+                yield order_a, order_b, inner, False, batch + order_a + order_b
+                yield order_a, order_b, inner, True, batch + order_b + order_a
+
+
+def _cheapest(a: str, b: str, out: str, size: dict, strides_x, strides_y, unit: int) -> tuple:
+    """(elements copied, free order of x, free order of y, inner order, whether Y·Xᵀ): of the
+    :func:`_candidates`, the layout that copies least (operands and result), the first on ties."""
+    shape_x, shape_y = tuple(size[c] for c in a), tuple(size[c] for c in b)
     out_size = math.prod(size[c] for c in out)
     best = None
-    for order_x in dict.fromkeys((free_x, memory(a, strides_x, free_x))):
-        for order_y in dict.fromkeys((free_y, memory(b, strides_y, free_y))):
-            for inner in dict.fromkeys((memory(a, strides_x, shared), memory(b, strides_y, shared))):
-                for y_first in (False, True):
-                    result = batch + (order_y + order_x if y_first else order_x + order_y)
-                    cost = (_copied(a, shape_x, strides_x, order_x, inner, size, unit)
-                            + _copied(b, shape_y, strides_y, order_y, inner, size, unit)
-                            + (0 if result == out else out_size))
-                    if best is None or cost < best[0]:
-                        best = (cost, order_x, order_y, inner, y_first)
+    for order_x, order_y, inner, y_first, result in _candidates(a, b, out, strides_x, strides_y):
+        cost = (_copied(a, shape_x, strides_x, order_x, inner, size, unit)
+                + _copied(b, shape_y, strides_y, order_y, inner, size, unit)
+                + (0 if result == out else out_size))
+        if best is None or cost < best[0]:
+            best = (cost, order_x, order_y, inner, y_first)
     return best
 
 
@@ -223,7 +227,7 @@ def cotangent_order(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[in
     output's cotangent into once, (batch, free of a, free of b) as the operands lie, so that both
     contractions with it read it in place; None when that copies no less than reading it as it is.
     Operands and cotangent are taken as C-ordered in their subscripts."""
-    if _kind(inputs, output) is not MatrixProduct:
+    if kind(inputs, output) is not MatrixProduct:
         return None
     a, b = inputs
     order = "".join(c for c in output if c in a and c in b) + "".join(c for c in a + b if c in output and
@@ -233,16 +237,20 @@ def cotangent_order(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[in
     size = dict(zip(a + b, shapes[0] + shapes[1]))
 
     def copies(ct: str) -> int:
-        ct_strides = c_strides(tuple(size[c] for c in ct))
-        return sum(_cheapest(other, ct, sub, size, c_strides(tuple(size[c] for c in other)), ct_strides, 1)[0]
+        ct_strides = strides_in(tuple(size[c] for c in ct))
+        return sum(_cheapest(other, ct, sub, size, strides_in(tuple(size[c] for c in other)), ct_strides, 1)[0]
                    for sub, other in ((a, b), (b, a)))
 
     return order if math.prod(size[c] for c in output) + copies(order) < copies(output) else None
 
 
-def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """C-order strides in elements."""
-    return tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
+def strides_in(shape: tuple[int, ...], order: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """The strides, in elements, of a dense array of ``shape`` whose axes lie in memory in ``order``
+    (outermost first; C order when None)."""
+    strides, step = [0] * len(shape), 1
+    for axis in reversed(order or range(len(shape))):
+        strides[axis], step = step, step * shape[axis]
+    return tuple(strides)
 
 
 def memory_order(value: object) -> tuple[int, ...] | None:
@@ -273,10 +281,8 @@ def arrange(steps: tuple, shapes: tuple[tuple[int, ...], ...], layouts: tuple | 
         for child, sub in zip(children[k], subs):
             if child < n:
                 size.update(zip(sub, shapes[child]))
-                order = (layouts or ())[child] if layouts else None
-                in_memory = c_strides(tuple(shapes[child][i] for i in order)) if order else c_strides(shapes[child])
-                strides[child] = tuple(in_memory[order.index(i)] for i in range(len(sub))) if order else in_memory
-    ours = {n + k for k, (_, subs, result) in enumerate(steps) if _kind(subs, result) is MatrixProduct}
+                strides[child] = strides_in(shapes[child], layouts[child] if layouts else None)
+    ours = {n + k for k, (_, subs, result) in enumerate(steps) if kind(subs, result) is MatrixProduct}
     memo: dict = {}
 
     def best(k: int, desired: str) -> tuple[int, tuple]:
@@ -285,40 +291,27 @@ def arrange(steps: tuple, shapes: tuple[tuple[int, ...], ...], layouts: tuple | 
             memo[k, desired] = _best(k, desired)
         return memo[k, desired]
 
-    def laid_out(child: int, sub: str, keep) -> str:
-        """The letters of ``sub`` in ``keep`` as the operand lies in memory."""
-        if child not in strides:
-            return "".join(c for c in sub if c in keep)
-        return "".join(sorted((c for c in sub if c in keep), key=lambda c: -strides[child][sub.index(c)]))
-
     def _best(k: int, desired: str) -> tuple[int, tuple]:
         subs, result = steps[k][1], steps[k][2]
-        if _kind(subs, result) is not MatrixProduct:
+        if kind(subs, result) is not MatrixProduct:
             return sum(best(c - n, sub)[0] for c, sub in zip(children[k], subs) if c >= n), subs
         (a, b), (ca, cb) = subs, children[k]
-        batch = "".join(c for c in desired if c in a and c in b)
-        free = ["".join(c for c in desired if c in s and c not in t) for s, t in ((a, b), (b, a))]
-        inner = [c for c in a if c in b and c not in result]
         out_size = math.prod(size[c] for c in result)
         found = None
-        for order_a in dict.fromkeys((free[0], laid_out(ca, a, free[0]))):
-            for order_b in dict.fromkeys((free[1], laid_out(cb, b, free[1]))):
-                for order_in in dict.fromkeys((laid_out(ca, a, inner), laid_out(cb, b, inner))):
-                    for y_first in (False, True):
-                        out = batch + (order_b + order_a if y_first else order_a + order_b)
-                        cost, choices = (0 if out == desired else out_size), []
-                        for sub, order, child in zip(subs, (order_a, order_b), (ca, cb)):
-                            if child in ours:
-                                choices.append((batch + order + order_in, batch + order_in + order))
-                            else:
-                                shape = tuple(size[c] for c in sub)
-                                cost += _copied(sub, shape, strides.get(child) or c_strides(shape), order, order_in,
-                                                size, 1)
-                                choices.append((sub,))
-                        for pick in itertools.product(*choices):
-                            total = cost + sum(best(c - n, o)[0] for c, o in zip((ca, cb), pick) if c >= n)
-                            if found is None or total < found[0]:
-                                found = (total, pick)
+        for order_a, order_b, order_in, _, out in _candidates(a, b, desired, strides.get(ca), strides.get(cb)):
+            batch = out[:len(out) - len(order_a) - len(order_b)]
+            cost, choices = (0 if out == desired else out_size), []
+            for sub, order, child in zip(subs, (order_a, order_b), (ca, cb)):
+                if child in ours:  # its producer makes it in the order this step reads in place
+                    choices.append((batch + order + order_in, batch + order_in + order))
+                else:
+                    shape = tuple(size[c] for c in sub)
+                    cost += _copied(sub, shape, strides.get(child) or strides_in(shape), order, order_in, size, 1)
+                    choices.append((sub,))
+            for pick in itertools.product(*choices):
+                total = cost + sum(best(c - n, o)[0] for c, o in zip((ca, cb), pick) if c >= n)
+                if found is None or total < found[0]:
+                    found = (total, pick)
         return found
 
     orders: dict[int, str] = {}
@@ -327,5 +320,5 @@ def arrange(steps: tuple, shapes: tuple[tuple[int, ...], ...], layouts: tuple | 
         k, desired = todo.pop()
         orders[k] = desired
         todo += [(c - n, order) for c, order in zip(children[k], best(k, desired)[1]) if c >= n]
-    return tuple((positions, tuple(orders[c - n] if c >= n else sub for c, sub in zip(children[k], subs)), orders[k])
-                 for k, (positions, subs, _) in enumerate(steps))
+    return tuple((positions, tuple(orders[c - n] if c >= n else sub for c, sub in zip(children[k], subs)),
+                  orders[k]) for k, (positions, subs, _) in enumerate(steps))

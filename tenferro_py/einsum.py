@@ -7,13 +7,17 @@ left (an ellipsis becomes its axes, a broadcast size-1 axis an index of its own)
 planning, the kernels and the rules below see plain subscripts, and ASCII subscripts that
 use none of it come back as written. Only numpy.einsum itself is handed a–z, A–Z.
 
-Plans are cached per (subscripts, shapes). An einsum of more than two operands
-is recorded as the pairwise contractions of its opt_einsum path, so the
-reverse sweep reuses the intermediates (and the independent pairs may run side
-by side) instead of recontracting all other operands for each one. The JVP sums one einsum per operand
-with its tangent in place; the VJP of an operand is the einsum of the output
-cotangent with the other operands, broadcast over indices only that operand
-has, and put back on the diagonal where the operand repeats an index (a trace).
+Plans are cached per (subscripts, shapes); the kernels are :mod:`tenferro_py.contraction`'s. An
+einsum of more than two operands is recorded as the pairwise contractions of its opt_einsum path,
+each intermediate in the axis order :func:`~tenferro_py.contraction.arrange` chooses (the one the
+next step reads in place), so the reverse sweep follows the forward's tree and reuses its
+intermediates, which the tape holds (and the independent pairs may run side by side), instead of
+recontracting all other operands for each one; every primitive has one or two operands. The JVP
+sums one einsum per operand with its tangent in place; the VJP of an operand is the einsum of the
+output cotangent with the other operand, broadcast over indices only that operand has, and put
+back on the diagonal where the operand repeats an index (a trace). When both operands of a step
+need a cotangent, the output's cotangent is first reordered once (one copy) into the order both
+contractions read in place (:func:`~tenferro_py.contraction.cotangent_order`).
 
 On structured operands (:mod:`tenferro_py.structure`) a factored matrix enters as its
 two factors, and a block inside zeros restricts every operand to the range of the indices
@@ -91,6 +95,16 @@ def _tokens(term: str, where: str, subscripts: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4096)
 def _parse(subscripts: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[str, ...], str]:
+    """Plain subscripts (ASCII letters, an output, no ellipsis, spaces or broadcast, sizes that agree)
+    are checked here and come back as written; anything else goes the whole way."""
+    lhs, arrow, out = subscripts.partition("->")
+    terms, size = lhs.split(","), {}
+    if (arrow and subscripts.isascii() and len(terms) == len(shapes) and len(set(out)) == len(out)
+            and all(sub.isalpha() or not sub for sub in (*terms, out))
+            and all(len(sub) == len(shape) and all(size.setdefault(c, n) == n for c, n in zip(sub, shape))
+                    for sub, shape in zip(terms, shapes))
+            and set(out) <= size.keys()):
+        return tuple(terms), out
     return _spelled(*_read(subscripts, shapes), shapes)
 
 
@@ -176,14 +190,14 @@ def _spelled(terms: list[tuple[str, ...]], ranks: list[int], out: tuple[str, ...
 def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]) -> Callable[..., np.ndarray]:
     """How to evaluate these subscripts for these shapes (cached per subscripts and shapes).
 
-    One or two operands go to :func:`tenferro_py.contraction.kernel` (a batched matrix product, a
+    One or two operands go to :func:`tenferro_py.contraction.kind` (a batched matrix product, a
     broadcast multiply, a reordered copy), and what it leaves (a trace, an index summed inside one
     operand) to ``numpy.einsum``; three or more operands to opt_einsum's planned contraction.
     """
     if len(inputs) > 2:
         return opt_einsum.contract_expression(",".join(inputs) + "->" + output, *shapes, optimize="auto")
-    kernel = contraction.kernel(inputs, output, shapes)
-    return kernel if kernel is not None else _numpy_einsum(inputs, output)
+    kernel = contraction.kind(inputs, output)
+    return kernel(inputs, output, shapes) if kernel is not None else _numpy_einsum(inputs, output)
 
 
 def _numpy_einsum(inputs: tuple[str, ...], output: str) -> Callable[..., np.ndarray]:
@@ -269,7 +283,8 @@ def contract(s, operands: list, subscripts: object, optimize: object = "auto"):
     operands, else the pairwise contractions of the path ``optimize`` asks for (numpy.einsum's
     argument, :func:`check_optimize`; opt_einsum's 'auto' by default), one primitive each."""
     inputs, output = parse(subscripts, [x.shape for x in operands])
-    plan_request = check_optimize(optimize, len(operands))
+    is_auto = isinstance(optimize, str) and optimize == "auto"
+    plan_request = AUTO if is_auto else check_optimize(optimize, len(operands))
     xs = list(operands)
     if len(xs) <= 2:
         return s.bind(einsum_p, *xs, inputs=inputs, output=output)[0]

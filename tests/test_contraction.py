@@ -23,6 +23,11 @@ def strided_views(rng, shape, dtype):
     return [base, np.asfortranarray(base), permuted, bigger[tuple(slice(1, n + 1) for n in shape)]]
 
 
+def build(inputs, output, shapes):
+    """The kernel of one einsum step."""
+    return contraction.kind(inputs, output)(inputs, output, shapes)
+
+
 PAIRS = [
     ("wdbl,buwr->ruld", [(3, 4, 2, 5), (2, 3, 3, 4)]),  # TRG's: interleaved free indices
     ("buwr,ruld->wdbl", [(2, 3, 3, 4), (4, 3, 5, 2)]),
@@ -43,7 +48,7 @@ PAIRS = [
 def test_pairwise_kernel_any_strides(rng, subscripts, shapes, dtype):
     """Every layout the kernel picks gives np.einsum's values, C-ordered, in the operands' dtype."""
     lhs, out = subscripts.split("->")
-    kernel = contraction.kernel(tuple(lhs.split(",")), out, tuple(map(tuple, shapes)))
+    kernel = build(tuple(lhs.split(",")), out, tuple(map(tuple, shapes)))
     tol = 1e-5 if dtype is np.float32 else 1e-12
     for x in strided_views(rng, shapes[0], dtype):
         for y in strided_views(rng, shapes[1], dtype):
@@ -56,7 +61,7 @@ def test_pairwise_kernel_any_strides(rng, subscripts, shapes, dtype):
 def test_batch_indices_are_one_gemm_per_batch_without_copies(rng):
     """A batch index is looped over by matmul, one GEMM each: no numpy.einsum, nothing copied."""
     x, y = rng.standard_normal((5, 3, 4)), rng.standard_normal((4, 5, 6))
-    kernel = contraction.kernel(("bij", "jbk"), "bik", (x.shape, y.shape))
+    kernel = build(("bij", "jbk"), "bik", (x.shape, y.shape))
     assert isinstance(kernel, contraction.MatrixProduct)
     with contraction.counting() as count:
         got = kernel(x, y)
@@ -69,7 +74,7 @@ def test_transposed_operands_are_read_in_place(rng):
     x, y, z = rng.standard_normal((4, 3)), rng.standard_normal((4, 5)), rng.standard_normal((5, 4))
     for subscripts, a, b in [("ji,jk->ik", x, y), ("ij,kj->ik", x.T, z), ("ij,jk->ik", x.T, y)]:
         lhs, out = subscripts.split("->")
-        kernel = contraction.kernel(tuple(lhs.split(",")), out, (a.shape, b.shape))
+        kernel = build(tuple(lhs.split(",")), out, (a.shape, b.shape))
         with contraction.counting() as count:
             got = kernel(a, b)
         np.testing.assert_allclose(got, np.einsum(subscripts, a, b), rtol=1e-13)
@@ -78,12 +83,12 @@ def test_transposed_operands_are_read_in_place(rng):
 
 def test_permutation_is_a_c_ordered_copy(rng):
     x = rng.standard_normal((2, 3, 4))
-    kernel = contraction.kernel(("abc",), "cab", (x.shape,))
+    kernel = build(("abc",), "cab", (x.shape,))
     got = kernel(x)
     assert got.flags["C_CONTIGUOUS"] and not np.shares_memory(got, x)
     np.testing.assert_array_equal(got, x.transpose(2, 0, 1))
-    assert contraction.kernel(("",), "", ((),))(np.float64(2.0)).shape == ()
-    assert contraction.kernel(("ii",), "i", ((3, 3),)) is None  # a diagonal: numpy.einsum's
+    assert build(("",), "", ((),))(np.float64(2.0)).shape == ()
+    assert contraction.kind(("ii",), "i") is None  # a diagonal: numpy.einsum's
 
 
 HOTRG_UPDATE = "acx,aruk,cskd,rsy->xyud"
@@ -104,8 +109,8 @@ def test_intermediates_are_laid_out_for_their_consumer(rng):
     assert arranged[-1][2] == output and [p for p, _, _ in arranged] == [p for p, _, _ in steps]
     for (_, subs, result), (_, subs0, result0) in zip(arranged, steps):
         assert sorted(result) == sorted(result0) and [sorted(s) for s in subs] == [sorted(s) for s in subs0]
-    last = contraction.kernel(arranged[-1][1], output, ((n,) * 5, (n,) * 5))
-    strides = contraction.c_strides((n,) * 5)
+    last = build(arranged[-1][1], output, ((n,) * 5, (n,) * 5))
+    strides = contraction.strides_in((n,) * 5)
     assert last.layout(strides, strides, 1)[-1][2] == n**4  # reads both in place: only the result moves
 
 

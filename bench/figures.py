@@ -1,7 +1,9 @@
 """What the contraction benchmarks share: one thread for everyone, interleaved medians, a header
 that says where and when, NumPy's call cost, and the figures written to ``bench/results/``.
 
-Import this module before jax: it sets XLA_FLAGS to one XLA thread (unless the caller set it).
+Import this module first (before numpy and jax): it sets XLA_FLAGS to one XLA thread (unless the
+caller set it) and pins the process to one core, so that no library runs a second thread in
+parallel; the benchmarks pin BLAS to one thread with threadpoolctl besides.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from pathlib import Path
 from typing import Callable
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+# One core for the whole process, before any library starts a thread (threads inherit it): XLA still
+# splits some large loops over threads despite the flags above (CPU time above wall time at chi = 24).
+CORE = min(os.sched_getaffinity(0))
+os.sched_setaffinity(0, {CORE})
 
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_info  # noqa: E402
@@ -111,7 +117,7 @@ def header(name: str) -> list[str]:
                      f"({Path(lib['filepath']).name}), pinned to 1 thread while timing")
     env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
                    if k.startswith(("OPENBLAS_", "OMP_", "XLA_", "MALLOC_", "NUMPY_")))
-    lines.append(f"# env: {env}")
+    lines.append(f"# env: {env}; the process pinned to CPU {CORE}")
     lines.append(f"# NumPy call cost (bench/dispatch.py chain (iii)): {numpy_call_cost():.2f} us/op")
     return lines
 

@@ -10,7 +10,7 @@ operands, one thread for everyone (bench/figures.py). Timed interleaved, medians
           tensor passed as an argument (so XLA cannot fold it);
 - (ovg)   ours: ``tnp.value_and_grad`` of the same L.
 
-JAX's compile time is reported apart. Times are wall and CPU (bench/figures.py). Checks: ours against JAX, value and every gradient to 1e-12
+JAX's compile time is reported apart. Times are wall, user and system CPU (bench/figures.py). Checks: ours against JAX, value and every gradient to 1e-12
 relative. Also printed, deterministic whatever the load: our GEMM calls and the elements our
 pairwise steps copy (operands read as matrices and results put in order), forward and
 value-and-gradient, the peak memory of our value-and-gradient (tracemalloc) and XLA's temporary
@@ -109,8 +109,8 @@ def main(argv: list[str]) -> int:
     out += [
         f"# {SPEC} at n = {args.n} ({flops:.2e} flops forward); medians of {args.repeats} interleaved rounds, ms",
         f"# JAX trace+compile (apart): forward {t_fwd * 1e3:.0f} ms, value_and_grad {t_vg * 1e3:.0f} ms",
-        f"ms, wall (CPU): {figures.milliseconds(med)}",
-        "ratios, wall (CPU): " + figures.ratios(med, [("of", "jf"), ("np", "jf"), ("ovg", "jvg"), ("ovg", "of"),
+        f"ms, wall [user+sys]: {figures.milliseconds(med)}",
+        "ratios, wall [user]: " + figures.ratios(med, [("of", "jf"), ("np", "jf"), ("ovg", "jvg"), ("ovg", "of"),
                                                       ("jvg", "jf")]),
         f"ours, counted: forward {fwd_count}; value_and_grad {vg_count}",
         f"memory: our value_and_grad's peak {peak / 2**20:.1f} MiB (tracemalloc, inputs excluded); "

@@ -34,29 +34,32 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 
 
-def interleaved(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, tuple[float, float]]:
-    """Median (wall, CPU) seconds of each run, timed A, B, C, A, B, C, … after one warm-up each. The
-    CPU time (of this process, all threads) leaves out the time the run waited for a core: on a
-    shared machine it is the steadier of the two; on one thread each, the two agree when idle."""
+def interleaved(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, tuple[float, float, float]]:
+    """Median (wall, user CPU, system CPU) seconds of each run, timed A, B, C, A, B, C, … after one
+    warm-up each. User time leaves out what a loaded machine adds (waiting for a core); system time
+    is mostly the kernel mapping and zeroing fresh memory for new arrays (page faults), which
+    depends on the allocator's state and varies from run to run."""
     for run in runs.values():
         run()
-    times: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
+    times: dict[str, list[tuple[float, float, float]]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, run in runs.items():
-            wall, cpu = time.perf_counter(), time.process_time()
+            wall, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
             run()
-            times[name].append((time.perf_counter() - wall, time.process_time() - cpu))
-    return {name: (statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts))
-            for name, ts in times.items()}
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            times[name].append((time.perf_counter() - wall, after.ru_utime - before.ru_utime,
+                                after.ru_stime - before.ru_stime))
+    return {name: tuple(statistics.median(t[i] for t in ts) for i in range(3)) for name, ts in times.items()}
 
 
-def ratios(med: dict[str, tuple[float, float]], pairs: list[tuple[str, str]]) -> str:
-    """'a/b=wall (cpu)' for each pair."""
-    return " ".join(f"{a}/{b}={med[a][0] / med[b][0]:.3f} ({med[a][1] / med[b][1]:.3f})" for a, b in pairs)
+def ratios(med: dict[str, tuple[float, float, float]], pairs: list[tuple[str, str]]) -> str:
+    """'a/b=wall [user]' for each pair."""
+    return " ".join(f"{a}/{b}={med[a][0] / med[b][0]:.3f} [{med[a][1] / med[b][1]:.3f}]" for a, b in pairs)
 
 
-def milliseconds(med: dict[str, tuple[float, float]]) -> str:
-    return " ".join(f"{k}={v[0] * 1e3:.1f} ({v[1] * 1e3:.1f})" for k, v in med.items())
+def milliseconds(med: dict[str, tuple[float, float, float]]) -> str:
+    """'name=wall [user + sys]' in ms for each run."""
+    return " ".join(f"{k}={v[0] * 1e3:.1f} [{v[1] * 1e3:.0f}+{v[2] * 1e3:.0f}]" for k, v in med.items())
 
 
 def os_cost(run: Callable[[], object]) -> str:

@@ -7,13 +7,17 @@ left (an ellipsis becomes its axes, a broadcast size-1 axis an index of its own)
 planning, the kernels and the rules below see plain subscripts, and ASCII subscripts that
 use none of it come back as written. Only numpy.einsum itself is handed a–z, A–Z.
 
-Plans are cached per (subscripts, shapes). An einsum of more than two operands
-is recorded as the pairwise contractions of its opt_einsum path, so the
-reverse sweep reuses the intermediates (and the independent pairs may run side
-by side) instead of recontracting all other operands for each one. The JVP sums one einsum per operand
-with its tangent in place; the VJP of an operand is the einsum of the output
-cotangent with the other operands, broadcast over indices only that operand
-has, and put back on the diagonal where the operand repeats an index (a trace).
+Plans are cached per (subscripts, shapes); the kernels are :mod:`tenferro_py.contraction`'s. An
+einsum of more than two operands is recorded as the pairwise contractions of its opt_einsum path,
+each intermediate in the axis order :func:`~tenferro_py.contraction.arrange` chooses (the one the
+next step reads in place), so the reverse sweep follows the forward's tree and reuses its
+intermediates, which the tape holds (and the independent pairs may run side by side), instead of
+recontracting all other operands for each one; every primitive has one or two operands. The JVP
+sums one einsum per operand with its tangent in place; the VJP of an operand is the einsum of the
+output cotangent with the other operand, broadcast over indices only that operand has, and put
+back on the diagonal where the operand repeats an index (a trace). When both operands of a step
+need a cotangent, the output's cotangent is first reordered once (one copy) into the order both
+contractions read in place (:func:`~tenferro_py.contraction.cotangent_order`).
 
 On structured operands (:mod:`tenferro_py.structure`) a factored matrix enters as its
 two factors, and a block inside zeros restricts every operand to the range of the indices
@@ -33,6 +37,7 @@ from typing import Callable, Collection, Iterator, Sequence
 import numpy as np
 import opt_einsum
 
+from . import contraction
 from .errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 from .ops.elementwise import cj
 from .ops.structural import SliceConfig
@@ -90,6 +95,16 @@ def _tokens(term: str, where: str, subscripts: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4096)
 def _parse(subscripts: str, shapes: tuple[tuple[int, ...], ...]) -> tuple[tuple[str, ...], str]:
+    """Plain subscripts (ASCII letters, an output, no ellipsis, spaces or broadcast, sizes that agree)
+    are checked here and come back as written; anything else goes the whole way."""
+    lhs, arrow, out = subscripts.partition("->")
+    terms, size = lhs.split(","), {}
+    if (arrow and subscripts.isascii() and len(terms) == len(shapes) and len(set(out)) == len(out)
+            and all(sub.isalpha() or not sub for sub in (*terms, out))
+            and all(len(sub) == len(shape) and all(size.setdefault(c, n) == n for c, n in zip(sub, shape))
+                    for sub, shape in zip(terms, shapes))
+            and set(out) <= size.keys()):
+        return tuple(terms), out
     return _spelled(*_read(subscripts, shapes), shapes)
 
 
@@ -175,28 +190,14 @@ def _spelled(terms: list[tuple[str, ...]], ranks: list[int], out: tuple[str, ...
 def plan(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...]) -> Callable[..., np.ndarray]:
     """How to evaluate these subscripts for these shapes (cached per subscripts and shapes).
 
-    A pairwise contraction (no index repeated inside an operand, none summed inside
-    one operand alone, no batch index) is one matrix product (:class:`Pairwise`); a
-    pairwise einsum that sums nothing is one broadcast multiply (:class:`BroadcastProduct`);
-    one operand or anything else goes to ``numpy.einsum``; three or more operands to
-    opt_einsum's planned contraction.
+    One or two operands go to :func:`tenferro_py.contraction.kind` (a batched matrix product, a
+    broadcast multiply, a reordered copy), and what it leaves (a trace, an index summed inside one
+    operand) to ``numpy.einsum``; three or more operands to opt_einsum's planned contraction.
     """
     if len(inputs) > 2:
         return opt_einsum.contract_expression(",".join(inputs) + "->" + output, *shapes, optimize="auto")
-    if len(inputs) == 2 and all(c in output and len(set(sub)) == len(sub) for sub in inputs for c in sub):
-        return BroadcastProduct(inputs[0], inputs[1], output)
-    if len(inputs) == 2:
-        a, b = inputs
-        shared = [c for c in a if c in b]
-        pure = (
-            len(set(a)) == len(a)
-            and len(set(b)) == len(b)
-            and not any(c in output for c in shared)
-            and all(c in output for c in a + b if c not in shared)
-        )
-        if pure and shared:
-            return Pairwise(a, b, output, shapes)
-    return _numpy_einsum(inputs, output)
+    kernel = contraction.kind(inputs, output)
+    return kernel(inputs, output, shapes) if kernel is not None else _numpy_einsum(inputs, output)
 
 
 def _numpy_einsum(inputs: tuple[str, ...], output: str) -> Callable[..., np.ndarray]:
@@ -204,106 +205,10 @@ def _numpy_einsum(inputs: tuple[str, ...], output: str) -> Callable[..., np.ndar
     symbols = dict.fromkeys("".join(inputs) + output)
     if len(symbols) > len(string.ascii_letters):
         raise InvalidArgument("einsum", f"at most {len(string.ascii_letters)} distinct indices in one step that "
-                              "numpy.einsum computes (one operand, or two with a trace or a batch index)",
-                              f"{len(symbols)}")
+                              "numpy.einsum computes (one operand, or two with a trace)", f"{len(symbols)}")
     ascii_of: dict[str, str | int | None] = dict(zip(symbols, string.ascii_letters))
     spec = (",".join(inputs) + "->" + output).translate(str.maketrans(ascii_of))
     return lambda *arrays: np.einsum(spec, *arrays)
-
-
-class BroadcastProduct:
-    """A pairwise einsum that sums over nothing (an outer or elementwise product): one broadcast multiply."""
-
-    __slots__ = ("index_a", "index_b", "perm_a", "perm_b")
-
-    def __init__(self, a: str, b: str, output: str):
-        self.perm_a = sorted(range(len(a)), key=lambda i: output.index(a[i]))
-        self.perm_b = sorted(range(len(b)), key=lambda i: output.index(b[i]))
-        self.index_a = tuple(slice(None) if c in a else None for c in output)
-        self.index_b = tuple(slice(None) if c in b else None for c in output)
-
-    def __call__(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return np.multiply(x.transpose(self.perm_a)[self.index_a], y.transpose(self.perm_b)[self.index_b])
-
-
-def _memory_order(sub: str, strides: tuple[int, ...]) -> str:
-    """The letters of ``sub`` from the largest stride to the smallest."""
-    return "".join(sorted(sub, key=lambda c: -abs(strides[sub.index(c)])))
-
-
-def _merged_stride(sub: str, shape: tuple[int, ...], strides: tuple[int, ...], group: str, itemsize: int):
-    """The stride of ``group``'s axes (in that order) merged into one without a copy, or None if they cannot be."""
-    axes = [sub.index(c) for c in group if shape[sub.index(c)] != 1]
-    if any(strides[i] != strides[j] * shape[j] for i, j in zip(axes, axes[1:])):
-        return None
-    return strides[axes[-1]] if axes else itemsize
-
-
-class Pairwise:
-    """A pairwise contraction as one matrix product, laid out to copy as little as possible.
-
-    Each operand is read as a matrix (free indices | shared ones), in place where its
-    strides allow BLAS to (one unit stride), else copied; the result, C-ordered, is
-    (free of x, free of y) from X·Y or (free of y, free of x) from Y·X, and is copied
-    only when that is not already the output's order. Among the orders of the free
-    and shared indices (the operands' memory orders or the output's) the layout that
-    copies the fewest elements is chosen, once per pair of strides.
-    """
-
-    __slots__ = ("a", "b", "output", "shapes", "_layouts")
-
-    def __init__(self, a: str, b: str, output: str, shapes: tuple[tuple[int, ...], ...]):
-        self.a, self.b, self.output, self.shapes = a, b, output, shapes
-        self._layouts: dict = {}
-
-    def __call__(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        key = (x.strides, y.strides)
-        layout = self._layouts.get(key)
-        if layout is None:
-            layout = self._layouts[key] = self._layout(x.strides, y.strides, x.itemsize)
-        perm_x, matrix_x, perm_y, matrix_y, y_first, result_shape, out_perm = layout
-        xm = x.transpose(perm_x).reshape(matrix_x)
-        ym = y.transpose(perm_y).reshape(matrix_y)
-        r = (ym @ xm.T if y_first else xm @ ym.T).reshape(result_shape)
-        return r if out_perm is None else np.ascontiguousarray(r.transpose(out_perm))
-
-    def _layout(self, strides_x: tuple[int, ...], strides_y: tuple[int, ...], itemsize: int) -> tuple:
-        a, b, out = self.a, self.b, self.output
-        (shape_x, shape_y), size = self.shapes, dict(zip(a + b, self.shapes[0] + self.shapes[1]))
-        shared = "".join(c for c in a if c in b)
-        free_x, free_y = "".join(c for c in out if c in a), "".join(c for c in out if c in b)
-
-        def matrix_cost(sub, shape, strides, free, inner):
-            """Elements copied to read the operand as the matrix (free | inner)."""
-            rows = _merged_stride(sub, shape, strides, free, itemsize)
-            cols = _merged_stride(sub, shape, strides, inner, itemsize)
-            in_place = rows is not None and cols is not None and itemsize in (rows, cols)
-            return 0 if in_place else math.prod(shape)
-
-        def letters(sub, strides, keep):
-            return [c for c in _memory_order(sub, strides) if c in keep]
-
-        best: tuple | None = None
-        inners = dict.fromkeys(("".join(letters(a, strides_x, shared)), "".join(letters(b, strides_y, shared))))
-        for order_x in dict.fromkeys((free_x, "".join(letters(a, strides_x, free_x)))):
-            for order_y in dict.fromkeys((free_y, "".join(letters(b, strides_y, free_y)))):
-                for inner in inners:
-                    for y_first in (False, True):
-                        result = order_y + order_x if y_first else order_x + order_y
-                        cost = (matrix_cost(a, shape_x, strides_x, order_x, inner)
-                                + matrix_cost(b, shape_y, strides_y, order_y, inner)
-                                + (0 if result == out else math.prod(size[c] for c in out)))
-                        if best is None or cost < best[0]:
-                            best = (cost, order_x, order_y, inner, y_first, result)
-        assert best is not None
-        _, order_x, order_y, inner, y_first, result = best
-        k = math.prod(size[c] for c in inner)
-        return (
-            [a.index(c) for c in order_x + inner], (math.prod(size[c] for c in order_x), k),
-            [b.index(c) for c in order_y + inner], (math.prod(size[c] for c in order_y), k),
-            y_first, tuple(size[c] for c in result),
-            None if result == out else [result.index(c) for c in out],
-        )
 
 
 AUTO = ("auto", None)
@@ -412,11 +317,15 @@ def contract(s, operands: list, subscripts: object, optimize: object = "auto"):
     operands, else the pairwise contractions of the path ``optimize`` asks for (numpy.einsum's
     argument, :func:`check_optimize`; opt_einsum's 'auto' by default), one primitive each."""
     inputs, output = parse(subscripts, [x.shape for x in operands])
-    plan_request = check_optimize(optimize, len(operands))
+    is_auto = isinstance(optimize, str) and optimize == "auto"
+    plan_request = AUTO if is_auto else check_optimize(optimize, len(operands))
     xs = list(operands)
     if len(xs) <= 2:
         return s.bind(einsum_p, *xs, inputs=inputs, output=output)[0]
-    for positions, ins, out in pairwise_steps(inputs, output, tuple(x.shape for x in xs), plan_request):
+    shapes = tuple(x.shape for x in xs)
+    layouts = tuple(contraction.memory_order(getattr(x, "payload", x)) for x in xs)  # a kernel session: arrays
+    steps = pairwise_steps(inputs, output, shapes, plan_request)
+    for positions, ins, out in contraction.arrange(steps, shapes, layouts if any(layouts) else None):
         picked = [xs.pop(p) for p in positions]
         xs.append(s.bind(einsum_p, *picked, inputs=ins, output=out)[0])
     return xs[0]
@@ -509,6 +418,10 @@ def _vjp(s, cotangents, primals, outputs, needs, inputs, output):
     """Each needed operand's cotangent; an operand that repeats another (the same tensor under the same
     subscripts, as in a norm x·x) has the same one, computed once."""
     (ct,) = cotangents
+    if len(primals) == 2 and all(needs) and not (primals[0] is primals[1] and inputs[0] == inputs[1]):
+        order = contraction.cotangent_order(inputs, output, (primals[0].shape, primals[1].shape))
+        if order is not None:  # one copy of ct that both contractions read in place
+            ct, output = s.einsum([ct], f"{output}->{order}"), order
     found: dict = {}
     result = []
     for i, need in enumerate(needs):

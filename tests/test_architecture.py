@@ -16,7 +16,7 @@ PACKAGE = Path(tf.__file__).resolve().parent
 
 #: Lowest first: a module may import only modules on an earlier line (or its own line's package).
 LAYERS = [
-    ["errors", "structure"],
+    ["errors", "structure", "contraction"],
     ["krylov", "linear_solve"],
     ["krylov_eigh"],
     ["tensor", "engine", "rules"],

@@ -234,43 +234,6 @@ def test_spaces_in_subscripts_ignored(rt, run, rng):
     np.testing.assert_allclose(y.value().to_numpy(), a @ b, rtol=1e-14)
 
 
-def strided_views(rng, shape, dtype):
-    """The same values as C-ordered, F-ordered, axis-permuted and sliced-from-bigger arrays."""
-    base = rng.standard_normal(shape).astype(dtype)
-    if np.dtype(dtype).kind == "c":
-        base = base + 1j * rng.standard_normal(shape).astype(dtype)
-    perm = list(range(len(shape)))[::-1]
-    permuted = np.ascontiguousarray(base.transpose(perm)).transpose(np.argsort(perm))
-    bigger = np.zeros([n + 2 for n in shape], dtype=base.dtype)
-    bigger[tuple(slice(1, n + 1) for n in shape)] = base
-    return [base, np.asfortranarray(base), permuted, bigger[tuple(slice(1, n + 1) for n in shape)]]
-
-
-@pytest.mark.parametrize(
-    ("subscripts", "shapes"),
-    [
-        ("wdbl,buwr->ruld", [(3, 4, 2, 5), (2, 3, 3, 4)]),  # TRG's: interleaved free indices
-        ("buwr,ruld->wdbl", [(2, 3, 3, 4), (4, 3, 5, 2)]),
-        ("ab,ac->bc", [(6, 1), (6, 4)]),  # a size-1 axis
-        ("ij,jk->ki", [(3, 5), (5, 7)]),  # the output transposed
-        ("abc,cb->a", [(2, 3, 4), (4, 3)]),
-    ],
-)
-@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
-def test_pairwise_kernel_any_strides(rng, subscripts, shapes, dtype):
-    """The pairwise kernel picks its layout per strides; every layout gives np.einsum's values, in C order."""
-    lhs, out = subscripts.split("->")
-    a, b = lhs.split(",")
-    kernel = tf.einsum.Pairwise(a, b, out, tuple(map(tuple, shapes)))
-    tol = 1e-5 if dtype is np.float32 else 1e-12
-    for x in strided_views(rng, shapes[0], dtype):
-        for y in strided_views(rng, shapes[1], dtype):
-            got = kernel(x, y)
-            assert got.flags["C_CONTIGUOUS"] and got.dtype == x.dtype
-            np.testing.assert_allclose(got, np.einsum(subscripts, x, y), rtol=tol, atol=tol)
-    assert len(kernel._layouts) >= 2  # chosen once per pair of strides
-
-
 def test_ascii_subscripts_parse_as_written():
     """The common path keeps the caller's letters: plans and steps are keyed on them as before."""
     assert tf.einsum.parse("ij,jk->ik", [(2, 3), (3, 4)]) == (("ij", "jk"), "ik")

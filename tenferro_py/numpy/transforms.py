@@ -69,6 +69,12 @@ def _run(body: Callable[[EagerSession, bool], Any]) -> Any:
         return body(s, False)
 
 
+def _sweep(s: EagerSession, nested: bool) -> Any:
+    """The mode of a reverse sweep: recorded inside a session (its results differentiate again),
+    not at top level, where nothing will (the sweep then holds no cotangent past its use)."""
+    return contextlib.nullcontext() if nested else s.runtime.no_grad()
+
+
 def _out(op: str, s: EagerSession, y: Any) -> EagerTensor:
     if isinstance(y, (tuple, list)):
         raise InvalidArgument(op, "a function returning one array", f"a {type(y).__name__} of {len(y)}")
@@ -112,7 +118,8 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = Non
             if y.shape != () or y.dtype.kind == "c":
                 raise NonScalarGrad("grad", "a function returning a real scalar", f"shape {list(y.shape)} {y.dtype}")
             wrt = [xs[i].tensor for i in nums]
-            grads = (s.runtime.grad_optional(s.engine, y, wrt) if y.is_tracked else [None] * len(wrt))
+            with _sweep(s, nested):
+                grads = (s.runtime.grad_optional(s.engine, y, wrt) if y.is_tracked else [None] * len(wrt))
             grads = [g if g is not None else s.zeros(w.shape, w.dtype) for g, w in zip(grads, wrt)]
             out = [_result(g, nested) for g in grads]
             return _result(y, nested), (out[0] if single else tuple(out))
@@ -171,7 +178,8 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
                 if cot.shape != y.shape:
                     raise InvalidArgument("vjp", f"a cotangent of the output's shape {list(y.shape)}",
                                           f"{list(cot.shape)}")
-                cts = rt.vjp_optional(s2.engine, y, xs, cot) if y.is_tracked else [None] * len(xs)
+                with _sweep(s2, inner):
+                    cts = rt.vjp_optional(s2.engine, y, xs, cot) if y.is_tracked else [None] * len(xs)
                 return tuple(_result(c if c is not None else s2.zeros(x.shape, x.dtype), inner)
                              for c, x in zip(cts, xs))
 

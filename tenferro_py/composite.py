@@ -18,12 +18,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .errors import Unsupported
 from .rules import Primitive
 from .structure import dense, flatten, unflatten
 
-#: (the kernel session, the tangent kernel session's class), once opset has handed them over.
-_kernel_sessions: tuple[Any, Callable[[Any], Any]] | None = None
+#: (the kernel session, the tangent kernel session's class): set before any kernel runs, since
+#: importing any module of the package imports the package, which imports opset.
+_kernel_sessions: tuple[Any, Callable[[Any], Any]] = (None, None)
 
 
 def use_kernel_sessions(kernel_session: Any, tangent_session_type: Callable[[Any], Any]) -> None:
@@ -32,13 +32,6 @@ def use_kernel_sessions(kernel_session: Any, tangent_session_type: Callable[[Any
     Called once, by :mod:`tenferro_py.opset` at its import (see this module's docstring)."""
     global _kernel_sessions
     _kernel_sessions = (kernel_session, tangent_session_type)
-
-
-def _sessions() -> tuple[Any, Callable[[Any], Any]]:
-    if _kernel_sessions is None:
-        raise Unsupported("composite", "tenferro_py.opset imported first (it gives composites the sessions that "
-                                       "run their references)", "a composite's kernel run before that")
-    return _kernel_sessions
 
 
 def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., float], primals: Sequence[Any],
@@ -50,7 +43,7 @@ def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., fl
     rules, count = s.runtime.ad_context, len(primals)
 
     def tangent_kernel(*arrays: np.ndarray) -> tuple:
-        kernel_session, tangent_session_type = _sessions()
+        kernel_session, tangent_session_type = _kernel_sessions
         ks = tangent_session_type(rules)
         for x, t in zip(arrays[:count], unflatten(spec, arrays[count:])):
             if t is not None:
@@ -77,7 +70,7 @@ def composite(reference: Callable[..., Sequence], cost: Callable[..., float]) ->
     """
 
     def kernel(*arrays: np.ndarray, **params: Any) -> tuple:
-        return tuple(reference(_sessions()[0], *arrays, **params))
+        return tuple(reference(_kernel_sessions[0], *arrays, **params))
 
     def jvp(s, tangents, primals, outputs, **params):
         if s.runtime.differentiating:

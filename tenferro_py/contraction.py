@@ -186,23 +186,20 @@ class MatrixProduct:
         )
 
 
-def _in_memory(sub: str, strides, keep) -> str:
-    """The letters of ``sub`` that are in ``keep``, from the largest stride to the smallest (C order when
-    no strides are given)."""
-    letters = [c for c in sub if c in keep]
-    return "".join(letters if strides is None else sorted(letters, key=lambda c: -abs(strides[sub.index(c)])))
-
-
 def _candidates(a: str, b: str, out: str, strides_a, strides_b) -> Iterator[tuple[str, str, str, bool, str]]:
     """The layouts of ``a,b->out`` worth pricing: (free order of a, of b, inner order, whether B·Aᵀ, the
     result's order), each group in the output's order or as its operand lies in memory."""
     free_a = "".join(c for c in out if c in a and c not in b)
     free_b = "".join(c for c in out if c in b and c not in a)
     batch = "".join(c for c in out if c in a and c in b)
-    shared = [c for c in a if c in b and c not in out]
-    for order_a in dict.fromkeys((free_a, _in_memory(a, strides_a, free_a))):
-        for order_b in dict.fromkeys((free_b, _in_memory(b, strides_b, free_b))):
-            for inner in dict.fromkeys((_in_memory(a, strides_a, shared), _in_memory(b, strides_b, shared))):
+    # each operand's letters from the largest stride to the smallest (C order without strides)
+    memory_a = a if strides_a is None else sorted(a, key=lambda c: -abs(strides_a[a.index(c)]))
+    memory_b = b if strides_b is None else sorted(b, key=lambda c: -abs(strides_b[b.index(c)]))
+    inner_a = "".join(c for c in memory_a if c in b and c not in out)
+    inner_b = "".join(c for c in memory_b if c in a and c not in out)
+    for order_a in dict.fromkeys((free_a, "".join(c for c in memory_a if c in free_a))):
+        for order_b in dict.fromkeys((free_b, "".join(c for c in memory_b if c in free_b))):
+            for inner in dict.fromkeys((inner_a, inner_b)):
                 yield order_a, order_b, inner, False, batch + order_a + order_b
                 yield order_a, order_b, inner, True, batch + order_b + order_a
 

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from . import composite
 from . import einsum as _einsum
-from .errors import InvalidArgument, NoSuchOp, Unsupported
+from .errors import InvalidArgument, NoSuchOp
 from .linalg.ops import LinalgOps
 from .ops import elementwise as _ew
 from .ops import reductions as _red
@@ -460,9 +460,7 @@ class TangentKernelSession(KernelSession):
         outs = super().bind(prim, *inputs, **params)
         tangents = [self.tangent(x) for x in inputs]
         if any([t is not None for t in tangents]):
-            rule = self._rules.get(prim.name)
-            if rule is None:
-                raise Unsupported("jvp", f"an AD rule for {prim.name!r} in the runtime's AdContext", "none")
+            rule = self._rules.rule(prim, "jvp")
             if rule.dense_only:
                 tangents = [dense(KERNEL_SESSION, t) for t in tangents]
             for o, t in zip(outs, rule.jvp(KERNEL_SESSION, tangents, inputs, outs, **params)):

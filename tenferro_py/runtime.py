@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 from . import einsum as _einsum
 from . import linalg as _linalg
 from .engine import CpuEngine
-from .errors import InvalidArgument, RuntimeMismatch
+from .errors import InvalidArgument, RuntimeMismatch, Unsupported
 from .ops import core_rules
 from .rules import RuleSet
 from .session import EagerSession
@@ -43,7 +43,7 @@ class AdContext:
     it is given: merging more into that set later changes no context already built.
     """
 
-    __slots__ = ("_rules", "_derivative_eps")
+    __slots__ = ("_rules", "_by_name", "_derivative_eps")
 
     def __init__(self, rules: RuleSet | None = None, derivative_eps: float = _linalg.DEFAULT_DERIVATIVE_EPS):
         if rules is None:
@@ -51,6 +51,7 @@ class AdContext:
         if not isinstance(rules, RuleSet):
             raise InvalidArgument("AdContext", "a RuleSet", type(rules).__name__)
         self._rules = rules.copy()
+        self._by_name = {name: self._rules.get(name) for name in self._rules.names()}
         self._derivative_eps = _linalg.check_derivative_eps("AdContext", derivative_eps)
 
     @staticmethod
@@ -64,8 +65,16 @@ class AdContext:
         return self._rules.copy()
 
     def get(self, name: str) -> Any:
-        """The rules of the primitive called ``name``, or None (what the sweeps ask)."""
-        return self._rules.get(name)
+        """The rules of the primitive called ``name``, or None."""
+        return self._by_name.get(name)
+
+    def rule(self, prim: Any, transform: str) -> Any:
+        """The rules of ``prim`` (what the sweeps ask), or Unsupported naming it and the transform
+        (``"jvp"``, ``"vjp"``) that needed them."""
+        found = self._by_name.get(prim.name)
+        if found is None:
+            raise Unsupported(transform, f"an AD rule for {prim.name!r} in the runtime's AdContext", "none")
+        return found
 
     @property
     def derivative_eps(self) -> float:

@@ -27,7 +27,7 @@ from typing import Any, Hashable, Iterable, Protocol, Sequence
 import numpy as np
 
 from .engine import Pending, resolve
-from .errors import InvalidArgument, Unsupported
+from .errors import InvalidArgument
 from .structure import dense
 from .tensor import Aval, Tensor
 
@@ -183,14 +183,6 @@ def reaching(keys: Iterable[Hashable], nodes: Sequence[Node], outs: Sequence[Eag
     return found
 
 
-def rule_for(rules: Any, prim: Any, transform: str) -> Any:
-    """The rules of ``prim``, or Unsupported naming it and the transform that needed them."""
-    rule = rules.get(prim.name)
-    if rule is None:
-        raise Unsupported(transform, f"an AD rule for {prim.name!r} in the runtime's AdContext", "none")
-    return rule
-
-
 def reverse_sweep(s: Any, rules: Any, roots: Sequence[tuple[EagerTensor, Any]],
                   wrt: Sequence[EagerTensor] | None) -> tuple[dict, set]:
     """Propagate cotangents from (output, cotangent) pairs back to ``wrt``.
@@ -228,7 +220,7 @@ def reverse_sweep(s: Any, rules: Any, roots: Sequence[tuple[EagerTensor, Any]],
         out_cts = [cts.get(k) if k in met else cts.pop(k, None) for k in keys]
         if all(c is None for c in out_cts):
             continue
-        rule = rule_for(rules, node.prim, "vjp")
+        rule = rules.rule(node.prim, "vjp")
         if rule.dense_only:
             out_cts = [dense(s, c) for c in out_cts]
         needs = tuple(is_target(x) or (type(x._node) is Node and x._node.id in live) for x in node.inputs)
@@ -332,7 +324,7 @@ class ForwardTrace:
         tangents = [self.tangent(x) for x in inputs]
         if all(t is None for t in tangents):
             return
-        rule = rule_for(self._rules, prim, "jvp")
+        rule = self._rules.rule(prim, "jvp")
         if rule.dense_only:
             tangents = [dense(s, t) for t in tangents]
         for o, t in zip(outputs, rule.jvp(s, tangents, tuple(inputs), tuple(outputs), **params)):

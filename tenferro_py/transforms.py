@@ -191,7 +191,7 @@ class Transforms:
         results: list[EagerTensor | None] = []
         for w in targets:
             key = tensor_key(w)
-            if not w.is_tracked or key not in met:
+            if key not in met:  # an untracked target's key is never met
                 self._unreached(op, w, optional)
                 results.append(None)
             elif key in cts:

@@ -2,10 +2,8 @@
 run on arrays in a kernel session, which opset hands over at its import."""
 
 import numpy as np
-import pytest
 
 import tenferro_py as tf
-from tenferro_py import composite as composite_module
 from tenferro_py.composite import composite
 from tenferro_py.opset import KERNEL_SESSION
 from tenferro_py.rules import RuleSet
@@ -24,13 +22,6 @@ def test_a_composite_runs_its_reference_as_one_kernel_and_differentiates_it():
     np.testing.assert_array_equal(prim.impl(a)[0], -a * a)
     context = tf.AdContext.builder().with_semantic_extension_rules(rules).build()
     check_grads(lambda s, x: s.bind(prim, x)[0], [a], context=context)
-
-
-def test_a_composite_run_before_opset_hands_over_its_sessions_says_so(monkeypatch):
-    monkeypatch.setattr(composite_module, "_kernel_sessions", None)
-    kernel = composite(negated_square, lambda *args: 1.0)["impl"]
-    with pytest.raises(tf.Unsupported, match=r"^composite: expected tenferro_py\.opset imported first"):
-        kernel(np.ones(2))
 
 
 def spectra(s, x):

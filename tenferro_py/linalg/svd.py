@@ -163,8 +163,8 @@ def _svd_pullback(s, u, sv, vt, *blocks, eps, parts):
     kk = blocks[0].shape[1] if parts[0] else blocks[0].shape[0]
     uk, vtk = columns(s, u, kk, 1), columns(s, vt, kk, 0)
     lift = lambda x: lift_real(s, x, u)  # noqa: E731
-    if ub is None and vb is None:  # Ā = U_k diag(S̄) V_kᴴ: the values alone couple nothing
-        return (s.einsum([uk, lift(sb), vtk], "ai,i,ib->ab"),)
+    if ub is None and vb is None:  # Ā = (U_k diag(S̄)) V_kᴴ: the values alone couple nothing
+        return (s.einsum([s.mul(uk, s.broadcast_in_dim(lift(sb), uk.shape, [1])), vtk], "ai,ib->ab"),)
     reciprocal = exact_unit(s, spectrum_scale(s, sv))[1]  # Ā is that of A/c for Ū/c, S̄, V̄/c
     sv, ub, vb = (None if x is None else times(s, x, reciprocal) for x in (sv, ub, vb))
     minus, plus, inverse = gap_coefficients(s, sv, eps, kk)  # K × kk, K × kk, kk

@@ -1,7 +1,5 @@
 """How a pairwise contraction runs: one matrix product (batched over the indices both operands and
-the result keep), handed to BLAS without copying wherever the operands' strides allow; and, for an
-einsum of more operands, which axis order each intermediate takes so that the step consuming it
-reads it in place.
+the result keep), handed to BLAS without copying wherever the operands' strides allow.
 
 A step ``x[sub_a] · y[sub_b] → out`` splits the indices into batch (in a, b and out), inner
 (in a and b only: summed), free of x and free of y. It reads each operand as a stack of matrices
@@ -10,17 +8,14 @@ with a transpose flag, when each group of axes merges into one stride; else resh
 the group orders that the operands' memory and the output suggest, it takes the layout that copies
 the fewest elements (operands and result together), once per pair of strides.
 
-:func:`arrange` chooses the intermediates' orders over the whole path by dynamic programming on its
-tree: each step's result in the order its consumer reads in place, produced in place too where the
-producer can write it, else copied once. The reverse sweep then reads them as laid out: the
-cotangent of a step's operand has that operand's layout, which is the one the step reads.
+The reverse of a step reads the output's cotangent in place too, after at most one reordering
+that serves both operands (:func:`cotangent_order`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import math
 import threading
 from typing import Iterator
@@ -86,7 +81,7 @@ def kind(inputs: tuple[str, ...], output: str):
 
 class Permutation:
     """One operand's axes reordered, as a C-ordered copy (numpy.einsum would return a view): what
-    follows reads it in place, as :func:`cotangent_order` and :func:`arrange` intend."""
+    follows reads it in place, as :func:`cotangent_order` intends."""
 
     __slots__ = ("perm",)
 
@@ -249,74 +244,3 @@ def strides_in(shape: tuple[int, ...], order: tuple[int, ...] | None = None) -> 
     for axis in reversed(order or range(len(shape))):
         strides[axis], step = step, step * shape[axis]
     return tuple(strides)
-
-
-def memory_order(value: object) -> tuple[int, ...] | None:
-    """An array's axes from the largest stride to the smallest (its layout, for :func:`arrange`);
-    None for C order or anything that is not an array yet (a pending kernel's output)."""
-    if type(value) is not np.ndarray or value.flags.c_contiguous:
-        return None
-    order = tuple(sorted(range(value.ndim), key=lambda i: -abs(value.strides[i])))
-    return None if order == tuple(range(value.ndim)) else order
-
-
-@functools.lru_cache(maxsize=1024)
-def arrange(steps: tuple, shapes: tuple[tuple[int, ...], ...], layouts: tuple | None = None) -> tuple:
-    """The pairwise steps (positions, (sub_a, sub_b), result) of an einsum whose operands have these
-    shapes and layouts (:func:`memory_order` of each, or None for all in C order), with the result
-    of each matrix product permuted to the order that copies least over the path: its consumer
-    reads it in place, its producer writes it so where it can, else copies it once. The last step
-    keeps the einsum's output order, and other steps' results (a broadcast product's,
-    numpy.einsum's) keep opt_einsum's: the sums after them run in the same order as before (TRG's
-    first tensor, an outer product, keeps its derivative's last bits so)."""
-    n = len(shapes)
-    ids, children = list(range(n)), []
-    for positions, _, _ in steps:
-        children.append([ids.pop(p) for p in positions])
-        ids.append(n + len(children) - 1)
-    size, strides = {}, {}
-    for k, (_, subs, _) in enumerate(steps):
-        for child, sub in zip(children[k], subs):
-            if child < n:
-                size.update(zip(sub, shapes[child]))
-                strides[child] = strides_in(shapes[child], layouts[child] if layouts else None)
-    ours = {n + k for k, (_, subs, result) in enumerate(steps) if kind(subs, result) is MatrixProduct}
-    memo: dict = {}
-
-    def best(k: int, desired: str) -> tuple[int, tuple]:
-        """(elements copied in step k's subtree, its operands' orders) for step k's result in ``desired``."""
-        if (k, desired) not in memo:
-            memo[k, desired] = _best(k, desired)
-        return memo[k, desired]
-
-    def _best(k: int, desired: str) -> tuple[int, tuple]:
-        subs, result = steps[k][1], steps[k][2]
-        if kind(subs, result) is not MatrixProduct:
-            return sum(best(c - n, sub)[0] for c, sub in zip(children[k], subs) if c >= n), subs
-        (a, b), (ca, cb) = subs, children[k]
-        out_size = math.prod(size[c] for c in result)
-        found = None
-        for order_a, order_b, order_in, _, out in _candidates(a, b, desired, strides.get(ca), strides.get(cb)):
-            batch = out[:len(out) - len(order_a) - len(order_b)]
-            cost, choices = (0 if out == desired else out_size), []
-            for sub, order, child in zip(subs, (order_a, order_b), (ca, cb)):
-                if child in ours:  # its producer makes it in the order this step reads in place
-                    choices.append((batch + order + order_in, batch + order_in + order))
-                else:
-                    shape = tuple(size[c] for c in sub)
-                    cost += _copied(sub, shape, strides.get(child) or strides_in(shape), order, order_in, size, 1)
-                    choices.append((sub,))
-            for pick in itertools.product(*choices):
-                total = cost + sum(best(c - n, o)[0] for c, o in zip((ca, cb), pick) if c >= n)
-                if found is None or total < found[0]:
-                    found = (total, pick)
-        return found
-
-    orders: dict[int, str] = {}
-    todo = [(len(steps) - 1, steps[-1][2])]
-    while todo:
-        k, desired = todo.pop()
-        orders[k] = desired
-        todo += [(c - n, order) for c, order in zip(children[k], best(k, desired)[1]) if c >= n]
-    return tuple((positions, tuple(orders[c - n] if c >= n else sub for c, sub in zip(children[k], subs)),
-                  orders[k]) for k, (positions, subs, _) in enumerate(steps))

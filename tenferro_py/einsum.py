@@ -9,8 +9,8 @@ use none of it come back as written. Only numpy.einsum itself is handed a–z, A
 
 Plans are cached per (subscripts, shapes); the kernels are :mod:`tenferro_py.contraction`'s. An
 einsum of more than two operands is recorded as the pairwise contractions of its opt_einsum path,
-each intermediate in the axis order :func:`~tenferro_py.contraction.arrange` chooses (the one the
-next step reads in place), so the reverse sweep follows the forward's tree and reuses its
+each intermediate in the axis order opt_einsum gives it (an order chosen to suit its consumer would
+change the sums' order, and the examples' last bits, for a few per cent), so the reverse sweep follows the forward's tree and reuses its
 intermediates, which the tape holds (and the independent pairs may run side by side), instead of
 recontracting all other operands for each one; every primitive has one or two operands. The JVP
 sums one einsum per operand with its tangent in place; the VJP of an operand is the einsum of the
@@ -323,9 +323,7 @@ def contract(s, operands: list, subscripts: object, optimize: object = "auto"):
     if len(xs) <= 2:
         return s.bind(einsum_p, *xs, inputs=inputs, output=output)[0]
     shapes = tuple(x.shape for x in xs)
-    layouts = tuple(contraction.memory_order(getattr(x, "payload", x)) for x in xs)  # a kernel session: arrays
-    steps = pairwise_steps(inputs, output, shapes, plan_request)
-    for positions, ins, out in contraction.arrange(steps, shapes, layouts if any(layouts) else None):
+    for positions, ins, out in pairwise_steps(inputs, output, shapes, plan_request):
         picked = [xs.pop(p) for p in positions]
         xs.append(s.bind(einsum_p, *picked, inputs=ins, output=out)[0])
     return xs[0]

@@ -35,10 +35,11 @@ def use_kernel_sessions(kernel_session: Any, tangent_session_type: Callable[[Any
 
 
 def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., float], primals: Sequence[Any],
-              tangents: Sequence[Any], params: dict, out_avals: tuple) -> tuple:
-    """The tangents of ``reference(primals)``'s outputs along ``tangents``, from one kernel bound in
-    session ``s``: the reference run with its tangents in a tangent kernel session. The results
-    are constants: only for where nothing will differentiate them."""
+              tangents: Sequence[Any], params: dict, out_avals: tuple, with_values: bool = False) -> tuple:
+    """The tangents of ``reference(primals)``'s outputs along ``tangents`` (``with_values``: the outputs
+    first, then their tangents), from one kernel bound in session ``s``: the reference run with
+    its tangents in a tangent kernel session. The results are constants: only for where nothing
+    will differentiate them."""
     leaves, spec = flatten(tangents)
     rules, count = s.runtime.ad_context, len(primals)
 
@@ -48,12 +49,13 @@ def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., fl
         for x, t in zip(arrays[:count], unflatten(spec, arrays[count:])):
             if t is not None:
                 ks.seed(x, t)
-        outs = reference(ks, *arrays[:count], **params)
+        outs = tuple(reference(ks, *arrays[:count], **params))
         found = [ks.tangent(o) for o in outs]
-        return tuple(np.zeros(o.shape, o.dtype) if t is None else dense(kernel_session, t) for o, t in zip(outs, found))
+        dots = tuple(np.zeros(o.shape, o.dtype) if t is None else dense(kernel_session, t) for o, t in zip(outs, found))
+        return outs + dots if with_values else dots
 
-    flops = 3.0 * cost(tuple(p.aval for p in primals), out_avals, params)
-    prim = Primitive("jvp", lambda *avals: out_avals, tangent_kernel, lambda *_: flops)
+    flops = (4.0 if with_values else 3.0) * cost(tuple(p.aval for p in primals), out_avals, params)
+    prim = Primitive("jvp", lambda *avals: out_avals * (1 + with_values), tangent_kernel, lambda *_: flops)
     return s.bind(prim, *primals, *leaves)
 
 
@@ -66,7 +68,8 @@ def composite(reference: Callable[..., Sequence], cost: Callable[..., float]) ->
     are given (``s.jvp_of``, ``s.vjp_of``), so they are exact to every order and
     differentiable again. This is the one place where a composite's route is chosen: where
     nothing will differentiate a JVP's result (``runtime.differentiating`` is false), the JVP
-    is one kernel too (:func:`fused_jvp`).
+    is one kernel too (:func:`fused_jvp`), which also gives the outputs' values when the
+    runtime asks for both (``values_and_jvp``: the reference then runs once, not twice).
     """
 
     def kernel(*arrays: np.ndarray, **params: Any) -> tuple:
@@ -77,7 +80,13 @@ def composite(reference: Callable[..., Sequence], cost: Callable[..., float]) ->
             return s.jvp_of(lambda xs: reference(s, *xs, **params), primals, tangents)
         return fused_jvp(s, reference, cost, primals, tangents, params, tuple(o.aval for o in outputs))
 
+    def values_and_jvp(s, tangents, primals, out_avals, **params):
+        if s.runtime.differentiating:
+            return None
+        both = fused_jvp(s, reference, cost, primals, tangents, params, out_avals, with_values=True)
+        return both[: len(out_avals)], both[len(out_avals) :]
+
     def vjp(s, cotangents, primals, outputs, needs, **params):
         return s.vjp_of(lambda xs: reference(s, *xs, **params), primals, cotangents, needs)
 
-    return dict(impl=kernel, jvp=jvp, vjp=vjp, cost=cost)
+    return dict(impl=kernel, jvp=jvp, vjp=vjp, cost=cost, values_and_jvp=values_and_jvp)

@@ -69,11 +69,19 @@ class Primitive:
 @dataclass(frozen=True, eq=False)
 class Rule:
     """A primitive's JVP and VJP rules; ``dense_only``: they take plain tensors only (structured
-    tangents and cotangents are made dense first)."""
+    tangents and cotangents are made dense first).
+
+    ``values_and_jvp(s, tangents, primals, out_avals, **params)``, where given, computes the outputs'
+    values with their tangents, as JAX's JVP rules do: the runtime asks it first when one forward
+    trace carries the op and nothing records it (a composite then runs its reference once, not
+    once for the values and again for the tangents). It returns (output tensors, their tangents),
+    or None to decline.
+    """
 
     jvp: JvpRule
     vjp: VjpRule
     dense_only: bool = False
+    values_and_jvp: Callable[..., Any] | None = None
 
 
 def vjp_from_linear_jvp(jvp: JvpRule) -> VjpRule:
@@ -109,14 +117,15 @@ class RuleSet:
         cost: Callable[..., float] | None = None,
         structured: Callable[..., Any] | None = None,
         dense_only: bool = False,
+        values_and_jvp: Callable[..., Any] | None = None,
     ) -> Primitive:
         """Make a primitive and register its rules here: forward and rules in one place.
 
-        ``structured``: see :class:`Primitive`; ``dense_only``: its JVP and VJP take plain tensors only.
+        ``structured``: see :class:`Primitive`; ``dense_only`` and ``values_and_jvp``: see :class:`Rule`.
         """
         if name in self._rules:
             raise InvalidArgument("RuleSet.define", "a new primitive name", f"{name!r} twice")
-        self._rules[name] = Rule(jvp, vjp, dense_only)
+        self._rules[name] = Rule(jvp, vjp, dense_only, values_and_jvp)
         return Primitive(name, abstract, impl, cost, structured)
 
     def define_linear(

@@ -190,6 +190,10 @@ class EagerRuntime(Transforms):
         tangents through the active forward traces, newest first."""
         in_avals = tuple([x.aval for x in inputs])
         avals = prim.abstract(*in_avals, **params)
+        if self._traces:
+            joint = self._values_with_tangents(s, prim, params, inputs, avals)
+            if joint is not None:
+                return joint
         values = s.engine.run(prim, [x.payload for x in inputs], params, in_avals, avals)
         outs = op_outputs(self, prim, params, inputs, values, avals, self._recording)
         if self._traces:
@@ -294,6 +298,31 @@ class EagerRuntime(Transforms):
                 traces[k].push(s, prim, params, inputs, outputs)
         finally:
             self._traces = traces
+
+    def _values_with_tangents(self, s: EagerSession, prim: Any, params: dict, inputs: tuple, avals: tuple
+                              ) -> tuple | None:
+        """The op's outputs with their tangents from its rule's ``values_and_jvp``, where the newest
+        trace carries a tangent of an input and the rule takes it (it declines where anything
+        else differentiates the op: the tape, an older trace); else None."""
+        rule = self._ad.get(prim.name)
+        if rule is None or rule.values_and_jvp is None:
+            return None
+        traces = self._traces
+        tangents = [traces[-1].tangent(x) for x in inputs]
+        if all(t is None for t in tangents):
+            return None
+        self._traces = traces[:-1]
+        try:
+            joint = rule.values_and_jvp(s, tangents, inputs, avals, **params)
+        finally:
+            self._traces = traces
+        if joint is None:
+            return None
+        values, dots = joint
+        outs = op_outputs(self, prim, params, inputs, tuple(v.payload for v in values), avals, self._recording)
+        for o, t in zip(outs, dots):
+            traces[-1].seed(s, o, t)
+        return outs
 
     def jvp_of(self, s: EagerSession, f: Callable[[list], Sequence], primals: Sequence[Any],
                tangents: Sequence[Any]) -> tuple:

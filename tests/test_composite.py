@@ -24,6 +24,34 @@ def test_a_composite_runs_its_reference_as_one_kernel_and_differentiates_it():
     check_grads(lambda s, x: s.bind(prim, x)[0], [a], context=context)
 
 
+def test_a_traced_composite_runs_its_reference_once_for_values_and_tangents():
+    """Where one forward trace carries a composite and nothing records it (forward over reverse's
+    pass), its values and tangents come from one run of the reference, equal to the two runs'."""
+    runs = []
+
+    def counted(s, x):
+        runs.append(type(s).__name__)
+        return negated_square(s, x)
+
+    rules = RuleSet()
+    prim = rules.define("counted_square", lambda x: (x,), **composite(counted, lambda *args: 1.0))
+    rt = tf.EagerRuntime(tf.AdContext.builder().with_semantic_extension_rules(rules).build())
+    a, da = np.array([0.5, -2.0, 3.0]), np.array([1.0, 0.25, -1.0])
+    with rt.no_grad(), rt.session(tf.CpuEngine.serial()) as s:
+        x, dx = s.constant_from(tf.Tensor(a)), s.constant_from(tf.Tensor(da))
+        outs = []
+        (dy,) = s.jvp_of(lambda xs: outs.extend(s.bind(prim, xs[0])) or outs, [x], [dx])
+        assert runs == ["TangentKernelSession"]
+        np.testing.assert_array_equal(outs[0].value().array, -a * a)
+        np.testing.assert_array_equal(dy.value().array, -2 * a * da)
+    with rt.session(tf.CpuEngine.serial()) as s:  # recording: it declines; the kernel, then the reference
+        runs.clear()  # differentiated op by op, so that its tangent differentiates again
+        x = s.constant_from(tf.Tensor(a))
+        (dy,) = s.jvp_of(lambda xs: s.bind(prim, xs[0]), [x], [s.constant_from(tf.Tensor(da))])
+        assert runs == ["KernelSession", "EagerSession"]
+        np.testing.assert_array_equal(dy.value().array, -2 * a * da)
+
+
 def spectra(s, x):
     """x's singular values, the eigenvalues of x xᵀ, and q r from x's QR: svd, eigh and qr in a reference."""
     sv = s.svd(x)[1]

@@ -30,7 +30,7 @@ from threadpoolctl import threadpool_limits
 
 import dispatch
 import trg as harness
-from tenferro_py import einsum, krylov
+from tenferro_py import contraction, krylov
 from tenferro_py.models.trg import schedule, value_and_grad
 
 
@@ -47,7 +47,7 @@ class CountingMatrix(np.ndarray):
 def instrumented(beta: float, ks: list[int]) -> tuple[float, dict]:
     """One krylov value_and_grad with each component timed and counted: (seconds, parts)."""
     parts: dict = defaultdict(float)
-    svd, solve, pairwise = krylov.truncated_svd, krylov.complement_solve, einsum.Pairwise.__call__
+    svd, solve, pairwise = krylov.truncated_svd, krylov.complement_solve, contraction.MatrixProduct.__call__
 
     def timed_svd(a, k, tol=krylov.TOLERANCE):
         if isinstance(a, CountingMatrix):  # its own call on A/c
@@ -88,13 +88,13 @@ def instrumented(beta: float, ks: list[int]) -> tuple[float, dict]:
         parts["contraction s" if min(x.ndim, y.ndim) >= 3 else "matrix products s"] += time.perf_counter() - start
         return out
 
-    krylov.truncated_svd, krylov.complement_solve, einsum.Pairwise.__call__ = timed_svd, timed_solve, timed_pairwise
+    krylov.truncated_svd, krylov.complement_solve, contraction.MatrixProduct.__call__ = timed_svd, timed_solve, timed_pairwise
     try:
         start = time.perf_counter()
         value_and_grad(beta, ks, svd="krylov")
         total = time.perf_counter() - start
     finally:
-        krylov.truncated_svd, krylov.complement_solve, einsum.Pairwise.__call__ = svd, solve, pairwise
+        krylov.truncated_svd, krylov.complement_solve, contraction.MatrixProduct.__call__ = svd, solve, pairwise
     return total, parts
 
 
@@ -148,7 +148,7 @@ def main(argv: list[str]) -> int:
     with threadpool_limits(1, "blas"):
         chain = dispatch.numpy_chain(10000, (1,))
         numpy_call_us = median_seconds(chain, args.repeats) / 10000 * 1e6
-        contraction = median_seconds(contraction_floor(args.chi), args.repeats) * full
+        floor_contraction = median_seconds(contraction_floor(args.chi), args.repeats) * full
         matrix = np.random.default_rng(1).standard_normal((args.chi**2, args.chi**2))
         gesdd = median_seconds(lambda: np.linalg.svd(matrix, full_matrices=False), args.repeats)
     for beta in args.betas:
@@ -173,9 +173,9 @@ def main(argv: list[str]) -> int:
         ratios["forward/c"].append(parts["svd s"] / c)
         ratios["solves/c"].append(parts["solve s"] / c)
         ratios["contraction/c"].append(parts["contraction s"] / c)
-        ratios["floor contraction/c"].append(contraction / c)
+        ratios["floor contraction/c"].append(floor_contraction / c)
         ratios["floor gesdd/c"].append(gesdd / c)
-    print(f"floors: contraction's three chi^6 products x {full} full steps in NumPy {contraction * 1e3:.0f} ms; "
+    print(f"floors: contraction's three chi^6 products x {full} full steps in NumPy {floor_contraction * 1e3:.0f} ms; "
           f"gesdd of one {args.chi**2}^2 matrix {gesdd * 1e3:.1f} ms; NumPy call cost {numpy_call_us:.2f} us "
           "(bench/dispatch.py's chain)")
     print("summary (median over betas): " + " ".join(f"{k}={statistics.median(v):.3f}" for k, v in ratios.items())

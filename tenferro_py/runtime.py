@@ -311,6 +311,8 @@ class EagerRuntime(Transforms):
         tangents = [traces[-1].tangent(x) for x in inputs]
         if all(t is None for t in tangents):
             return None
+        if rule.dense_only:
+            tangents = [dense(s, t) for t in tangents]
         self._traces = traces[:-1]
         try:
             joint = rule.values_and_jvp(s, tangents, inputs, avals, **params)

@@ -16,18 +16,14 @@ Usage: python bench/eigh_krylov_crossover.py [--sizes 256 512 768 1024 2048] [--
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
+from krylov_crossover import seconds
+from threadpoolctl import threadpool_limits
 
-import numpy as np  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
-
-import tenferro_py as tf  # noqa: E402
-from tenferro_py import krylov_eigh  # noqa: E402
+import tenferro_py as tf
+from tenferro_py import krylov_eigh
 
 FRACTIONS = (0.03, 0.06, 0.08, 0.1, 0.125, 0.25)
 
@@ -38,15 +34,6 @@ def corner_like(n: int, rng: np.random.Generator) -> np.ndarray:
     values = np.where(rng.random(n) < 0.5, -1.0, 1.0) * np.exp(-np.arange(n) ** 0.6)
     h = (q * values) @ q.T
     return (h + h.T) * 0.5
-
-
-def seconds(run, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def value_and_gradient(h: np.ndarray, weight: np.ndarray, k: int, method: str) -> None:

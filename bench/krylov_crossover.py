@@ -32,6 +32,7 @@ def trg_like(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def seconds(run, repeats: int) -> float:
+    """The median wall time of ``repeats`` calls of ``run`` (the krylov harnesses' one timer)."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()

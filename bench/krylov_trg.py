@@ -30,6 +30,7 @@ from threadpoolctl import threadpool_limits
 
 import dispatch
 import trg as harness
+from krylov_crossover import seconds
 from tenferro_py import contraction, krylov
 from tenferro_py.models.trg import schedule, value_and_grad
 
@@ -114,15 +115,6 @@ def contraction_floor(chi: int) -> Callable[[], None]:
     return run
 
 
-def median_seconds(run: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="bench/krylov_trg.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--chi", type=int, default=32)
@@ -147,10 +139,10 @@ def main(argv: list[str]) -> int:
     ok, ratios = True, defaultdict(list)
     with threadpool_limits(1, "blas"):
         chain = dispatch.numpy_chain(10000, (1,))
-        numpy_call_us = median_seconds(chain, args.repeats) / 10000 * 1e6
-        floor_contraction = median_seconds(contraction_floor(args.chi), args.repeats) * full
+        numpy_call_us = seconds(chain, args.repeats) / 10000 * 1e6
+        floor_contraction = seconds(contraction_floor(args.chi), args.repeats) * full
         matrix = np.random.default_rng(1).standard_normal((args.chi**2, args.chi**2))
-        gesdd = median_seconds(lambda: np.linalg.svd(matrix, full_matrices=False), args.repeats)
+        gesdd = seconds(lambda: np.linalg.svd(matrix, full_matrices=False), args.repeats)
     for beta in args.betas:
         results, med = harness.interleaved(runners, beta, args.repeats)
         (lnz, grad), (lnz_c, grad_c), (lnz_b, grad_b) = results["k"], results["c"], results["b"]
@@ -163,7 +155,7 @@ def main(argv: list[str]) -> int:
         named = parts["svd s"] + parts["solve s"] + parts["contraction s"] + parts["matrix products s"]
         print(f"beta={beta:.4f} ms k={med['k'] * 1e3:.1f} c={c * 1e3:.1f} b={med['b'] * 1e3:.1f} | k/c={med['k'] / c:.3f} "
               f"b/c={med['b'] / c:.3f} | |k-b| lnZ/N {abs(lnz - lnz_b):.1e} grad {abs(grad - grad_b) / abs(grad_b):.1e} "
-              f"(rel){'' if good else ' MISMATCH'} | |c-b| grad {abs(grad_c - grad_b) / abs(grad_b):.1e}")
+              f"(rel){'' if good else ' MISMATCH'} | |c-b| lnZ/N {abs(lnz_c - lnz_b):.1e} grad {abs(grad_c - grad_b) / abs(grad_b):.1e}")
         print(f"  k instrumented ({total * 1e3:.0f} ms), each part over c: forward {parts['svd s'] / c:.3f} "
               f"({parts['svd calls']:.0f} calls, {parts['svd fallbacks']:.0f} fallbacks to gesdd, "
               f"{parts['svd columns']:.0f} columns of A products) | solves {parts['solve s'] / c:.3f} "

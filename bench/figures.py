@@ -75,8 +75,7 @@ def os_cost(run: Callable[[], object]) -> str:
 def numpy_call_cost() -> float:
     """µs per call of a NumPy add/multiply on one element (bench/dispatch.py's chain (iii)), the median
     of five rounds of 10000: the machine's speed at small calls, to compare runs across machines."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    import dispatch
+    import dispatch  # in bench/, the folder of the harness that runs
 
     chain = dispatch.numpy_chain(10000, (1,))
     return interleaved({"np": chain}, 5)["np"][0] / 10000 * 1e6

@@ -73,8 +73,7 @@ def run_peps_torch(checkout: str, bond: int, chi: int, iterations: int) -> dict:
 
     torch.set_num_threads(1)
     folder = os.path.join(checkout, "examples", "j1j2")
-    os.chdir(folder)
-    sys.path.insert(0, folder)
+    os.chdir(folder)  # its modules come from PYTHONPATH, which spawn sets to this folder
     epochs: dict[int, tuple[float, float]] = {}
     plain_print = builtins.print
 
@@ -146,7 +145,9 @@ def child(argv: list[str]) -> int:
 
 
 def spawn(args: list[str]) -> dict:
-    env = dict(os.environ, **ONE_THREAD, PYTHONPATH=str(ROOT))
+    """One child run in a fresh process; peps-torch's imports its example folder, as its command line would."""
+    path = [os.path.join(args[1], "examples", "j1j2")] if args[0] == "peps-torch" else []
+    env = dict(os.environ, **ONE_THREAD, PYTHONPATH=os.pathsep.join([*path, str(ROOT)]))
     done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", *args], env=env,
                           capture_output=True, text=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]

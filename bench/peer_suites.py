@@ -32,10 +32,8 @@ from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
 
-from peers.harness import CATEGORIES, FAILURES, PASSED, Outcome, outcome_of  # noqa: E402
+from peers.harness import CATEGORIES, FAILURES, PASSED, Outcome, outcome_of  # bench/peers, beside this file
 
 SUITES = ("jax", "torch", "autograd", "opt_einsum")
 

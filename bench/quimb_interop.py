@@ -37,7 +37,6 @@ from typing import Callable
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 warnings.simplefilter("ignore")  # cotengra's notes on optional planners it cannot import
 
 import numpy as np  # noqa: E402

@@ -72,3 +72,12 @@ def test_under_ci_the_suite_tests_the_installed_package():
     if not os.environ.get("TENFERRO_PY_TEST_INSTALLED"):
         pytest.skip("asked by .ci/run (TENFERRO_PY_TEST_INSTALLED=1), which installs the project first")
     assert ROOT not in Path(tf.__file__).resolve().parents, tf.__file__
+
+
+def test_tests_and_harnesses_import_the_package_without_editing_the_module_path():
+    """They import the installed package (and bench/'s harnesses each other, from the folder of the
+    script that runs); a peer's own modules come from PYTHONPATH in the child that runs it."""
+    edit = "sys." + "path"
+    found = [f"{p.relative_to(ROOT)}:{n}" for folder in ("tests", "bench") for p in sorted((ROOT / folder).rglob("*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if edit in line]
+    assert found == []

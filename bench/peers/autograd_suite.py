@@ -4,7 +4,6 @@ is one case, its recorded exception sorted into the report's categories."""
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
@@ -44,8 +43,7 @@ def _replay(record: dict) -> None:
 
 
 def cases(sdist: Path | None = None) -> list[Case]:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import autograd_numpy_tests
+    import autograd_numpy_tests  # in bench/, the folder of the script that runs (bench/peer_suites.py)
 
     sdist = sdist or autograd_numpy_tests.download(Path(tempfile.mkdtemp(prefix="autograd_sdist_")))
     out = []

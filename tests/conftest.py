@@ -19,6 +19,14 @@ UNDER_TEST = str(Path(tf.__file__).resolve().parents[1])
 """The folder holding the tenferro_py under test (site-packages, or the repository)."""
 
 
+def random(rng, shape, dtype=np.float64):
+    """A normal random array of ``dtype`` (complex: both parts random)."""
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
 _OUTER_PYTHONPATH = os.environ.get("PYTHONPATH")
 
 

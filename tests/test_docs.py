@@ -6,7 +6,6 @@ blocks), in a scratch directory. A block fenced ```python {.skip} is shown, not 
 and text blocks are not run, but every script they name must exist.
 """
 
-import os
 import re
 from pathlib import Path
 

@@ -6,6 +6,7 @@ eigenvectors of the other eigenvalues) and clear errors for those that do not.""
 
 import numpy as np
 import pytest
+from conftest import random
 
 import tenferro_py as tf
 import tenferro_py.numpy as tnp
@@ -14,13 +15,6 @@ from tenferro_py.testing import check_grads
 
 FLOATS = [np.float64, np.float32, np.complex128, np.complex64]
 ORDER2 = dict(modes=("fwd", "rev"), order=2)
-
-
-def random(rng, shape, dtype=np.float64):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 def with_eigenvalues(rng, values, dtype=np.float64):

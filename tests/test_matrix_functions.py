@@ -6,6 +6,7 @@ and tnp.scipy.linalg."""
 import numpy as np
 import pytest
 import scipy.linalg
+from conftest import random
 
 import tenferro_py as tf
 import tenferro_py.numpy as tnp
@@ -14,13 +15,6 @@ from tenferro_py.testing import check_grads
 FLOATS = [np.float64, np.float32, np.complex128, np.complex64]
 ORDER2 = dict(modes=("fwd", "rev"), order=2)
 HERMITIAN_OPS = ["sqrtm", "inv_sqrtm", "logm"]
-
-
-def random(rng, shape, dtype=np.float64):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 def tol(dtype):

@@ -8,17 +8,11 @@ test it comes from. Values against NumPy/SciPy, derivatives by check_grads (both
 import numpy as np
 import pytest
 import scipy.linalg
+from conftest import random
 
 import tenferro_py.numpy as tnp
 
 ORDER2 = dict(modes=("fwd", "rev"), order=2)
-
-
-def random(rng, shape, dtype=np.float64):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 def joined(out):

@@ -5,6 +5,7 @@ and errors."""
 
 import numpy as np
 import pytest
+from conftest import random
 
 import tenferro_py as tf
 import tenferro_py.numpy as tnp
@@ -12,13 +13,6 @@ from tenferro_py.testing import check_grads
 
 FLOATS = [np.float64, np.float32, np.complex128, np.complex64]
 ORDER2 = dict(modes=("fwd", "rev"), order=2)
-
-
-def random(rng, shape, dtype=np.float64):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
 
 
 def tol(dtype):

@@ -26,6 +26,7 @@ CORE = min(os.sched_getaffinity(0))
 os.sched_setaffinity(0, {CORE})
 
 import numpy as np  # noqa: E402
+import trg  # noqa: E402  (bench/trg.py: the harnesses' source_state)
 from threadpoolctl import threadpool_info  # noqa: E402
 
 import tenferro_py  # noqa: E402
@@ -91,18 +92,6 @@ def _lscpu_model() -> str:
             f"L2 {fields.get('L2 cache', '?').strip()}, L3 {fields.get('L3 cache', '?').strip()}")
 
 
-def _source() -> str:
-    def git(*cmd: str) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, text=True, check=True).stdout
-
-    try:
-        commit = git("rev-parse", "--short", "HEAD").strip()
-        dirty = git("status", "--porcelain", "--", "tenferro_py", "bench").strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "not a git checkout"
-    return f"commit {commit}" + (" + uncommitted changes in tenferro_py/ or bench/" if dirty else " (clean)")
-
-
 def header(name: str) -> list[str]:
     """Date, command, machine (lscpu), versions, source, every BLAS threadpoolctl sees, the thread settings."""
     import jax
@@ -112,7 +101,7 @@ def header(name: str) -> list[str]:
         f"# command: python {' '.join(sys.argv)}",
         f"# machine: {_lscpu_model()}; python {platform.python_version()} numpy {np.__version__} "
         f"jax {jax.__version__} tenferro_py {tenferro_py.__version__}",
-        f"# source: {_source()}",
+        f"# source: {trg.source_state('tenferro_py', 'bench')}",
     ]
     for lib in threadpool_info():
         lines.append(f"# {lib['user_api']}: {lib['internal_api']} {lib['version']} arch={lib.get('architecture')} "

@@ -28,7 +28,6 @@ import datetime
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 import warnings
@@ -41,6 +40,7 @@ warnings.simplefilter("ignore")  # cotengra's notes on optional planners it cann
 
 import numpy as np  # noqa: E402
 import opt_einsum  # noqa: E402
+import trg  # noqa: E402  (bench/trg.py: the harnesses' source_state)
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import tenferro_py.numpy as tnp  # noqa: E402
@@ -61,23 +61,12 @@ def optional(name: str):
         return None
 
 
-def source_state() -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "tenferro_py"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "not a git checkout"
-    return f"commit {out}" + (" + uncommitted changes in tenferro_py/" if dirty else " (clean)")
-
-
 def header(mode: str) -> None:
     versions = [f"{m.__name__} {m.__version__}" for m in (np, quimb, optional("cotengra"), optional("autoray"),
                                                          optional("jax")) if m is not None]
     print(f"# bench/quimb_interop.py {mode} {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} "
           f"python {platform.python_version()} {' '.join(versions)} nproc={os.cpu_count()}")
-    print(f"# source: {source_state()}; XLA_FLAGS={os.environ.get('XLA_FLAGS')!r}", flush=True)
+    print(f"# source: {trg.source_state('tenferro_py')}; XLA_FLAGS={os.environ.get('XLA_FLAGS')!r}", flush=True)
 
 
 def with_arrays(tn, arrays):

@@ -182,17 +182,21 @@ def interleaved(runners: dict[str, Callable], beta: float, repeats: int) -> tupl
     return results, {name: statistics.median(ts) for name, ts in times.items()}
 
 
-def source_state() -> str:
-    """The git commit of the tree measured, and whether tenferro_py/ or examples/ differ from it."""
+def source_state(*folders: str) -> str:
+    """The git commit of the tree measured, and whether ``folders`` (default tenferro_py/ and
+    examples/) differ from it: the harnesses' one account of what they measured."""
+    folders = folders or ("tenferro_py", "examples")
+
     def git(*cmd: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, text=True, check=True).stdout
 
     try:
         commit = git("rev-parse", "--short", "HEAD").strip()
-        dirty = git("status", "--porcelain", "--", "tenferro_py", "examples").strip()
+        dirty = git("status", "--porcelain", "--", *folders).strip()
     except (OSError, subprocess.CalledProcessError):
         return "not a git checkout"
-    return f"commit {commit}" + (" + uncommitted changes in tenferro_py/ or examples/" if dirty else " (clean)")
+    where = " or ".join(f"{folder}/" for folder in folders)
+    return f"commit {commit}" + (f" + uncommitted changes in {where}" if dirty else " (clean)")
 
 
 def header(args: argparse.Namespace, settings: bool = True) -> str:

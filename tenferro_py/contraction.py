@@ -181,36 +181,31 @@ class MatrixProduct:
         )
 
 
-def _candidates(a: str, b: str, out: str, strides_a, strides_b) -> Iterator[tuple[str, str, str, bool, str]]:
-    """The layouts of ``a,b->out`` worth pricing: (free order of a, of b, inner order, whether B·Aᵀ, the
-    result's order), each group in the output's order or as its operand lies in memory."""
+def _cheapest(a: str, b: str, out: str, size: dict, strides_x, strides_y, unit: int) -> tuple:
+    """(elements copied, free order of x, free order of y, inner order, whether Y·Xᵀ): the layout of
+    ``a,b->out`` that copies least (operands and result; the first on ties) among those worth
+    pricing, each group of indices in the output's order or as its operand lies in memory."""
     free_a = "".join(c for c in out if c in a and c not in b)
     free_b = "".join(c for c in out if c in b and c not in a)
     batch = "".join(c for c in out if c in a and c in b)
     # each operand's letters from the largest stride to the smallest (C order without strides)
-    memory_a = a if strides_a is None else sorted(a, key=lambda c: -abs(strides_a[a.index(c)]))
-    memory_b = b if strides_b is None else sorted(b, key=lambda c: -abs(strides_b[b.index(c)]))
-    inner_a = "".join(c for c in memory_a if c in b and c not in out)
-    inner_b = "".join(c for c in memory_b if c in a and c not in out)
-    for order_a in dict.fromkeys((free_a, "".join(c for c in memory_a if c in free_a))):
-        for order_b in dict.fromkeys((free_b, "".join(c for c in memory_b if c in free_b))):
-            for inner in dict.fromkeys((inner_a, inner_b)):
-                yield order_a, order_b, inner, False, batch + order_a + order_b
-                yield order_a, order_b, inner, True, batch + order_b + order_a
-
-
-def _cheapest(a: str, b: str, out: str, size: dict, strides_x, strides_y, unit: int) -> tuple:
-    """(elements copied, free order of x, free order of y, inner order, whether Y·Xᵀ): of the
-    :func:`_candidates`, the layout that copies least (operands and result), the first on ties."""
+    memory_a = a if strides_x is None else sorted(a, key=lambda c: -abs(strides_x[a.index(c)]))
+    memory_b = b if strides_y is None else sorted(b, key=lambda c: -abs(strides_y[b.index(c)]))
+    inners = dict.fromkeys(("".join(c for c in memory_a if c in b and c not in out),
+                            "".join(c for c in memory_b if c in a and c not in out)))
     shape_x, shape_y = tuple(size[c] for c in a), tuple(size[c] for c in b)
     out_size = math.prod(size[c] for c in out)
     best = None
-    for order_x, order_y, inner, y_first, result in _candidates(a, b, out, strides_x, strides_y):
-        cost = (_copied(a, shape_x, strides_x, order_x, inner, size, unit)
-                + _copied(b, shape_y, strides_y, order_y, inner, size, unit)
-                + (0 if result == out else out_size))
-        if best is None or cost < best[0]:
-            best = (cost, order_x, order_y, inner, y_first)
+    for order_x in dict.fromkeys((free_a, "".join(c for c in memory_a if c in free_a))):
+        for order_y in dict.fromkeys((free_b, "".join(c for c in memory_b if c in free_b))):
+            for inner in inners:
+                for y_first in (False, True):
+                    result = batch + (order_y + order_x if y_first else order_x + order_y)
+                    cost = (_copied(a, shape_x, strides_x, order_x, inner, size, unit)
+                            + _copied(b, shape_y, strides_y, order_y, inner, size, unit)
+                            + (0 if result == out else out_size))
+                    if best is None or cost < best[0]:
+                        best = (cost, order_x, order_y, inner, y_first)
     return best
 
 

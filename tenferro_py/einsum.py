@@ -312,23 +312,6 @@ def numpy_path(subscripts: object, shapes: Sequence[tuple[int, ...]], optimize: 
     return ["einsum_path", *(positions for positions, _, _ in steps)]
 
 
-def contract(s, operands: list, subscripts: object, optimize: object = "auto"):
-    """The einsum of ``operands`` (a session's tensors) in session ``s``: one primitive for one or two
-    operands, else the pairwise contractions of the path ``optimize`` asks for (numpy.einsum's
-    argument, :func:`check_optimize`; opt_einsum's 'auto' by default), one primitive each."""
-    inputs, output = parse(subscripts, [x.shape for x in operands])
-    is_auto = isinstance(optimize, str) and optimize == "auto"
-    plan_request = AUTO if is_auto else check_optimize(optimize, len(operands))
-    xs = list(operands)
-    if len(xs) <= 2:
-        return s.bind(einsum_p, *xs, inputs=inputs, output=output)[0]
-    shapes = tuple(x.shape for x in xs)
-    for positions, ins, out in pairwise_steps(inputs, output, shapes, plan_request):
-        picked = [xs.pop(p) for p in positions]
-        xs.append(s.bind(einsum_p, *picked, inputs=ins, output=out)[0])
-    return xs[0]
-
-
 def _abstract(*avals: Aval, inputs, output) -> tuple[Aval]:
     dtypes = {a.dtype for a in avals}
     if len(dtypes) > 1:

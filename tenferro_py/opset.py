@@ -404,10 +404,21 @@ class OpSet(LinalgOps):
 
     def einsum(self, operands: Sequence[Value], subscripts: str, optimize: object = "auto") -> Value:
         """Einstein summation, e.g. ``einsum([a, b], "ij,jk->ik")``; ``"xyxy->"`` is a trace. ``optimize``
-        (numpy.einsum's): the order of pairwise contractions, opt_einsum's 'auto' path by default."""
+        (numpy.einsum's, :func:`~tenferro_py.einsum.check_optimize`): the order of pairwise contractions,
+        opt_einsum's 'auto' path by default. One or two operands are one primitive; more are the
+        pairwise contractions of the path, one primitive each."""
         if not isinstance(operands, (list, tuple)) or not operands:
             raise InvalidArgument("einsum", "a non-empty list of operands", repr(operands))
-        return _einsum.contract(self, [self._operand("einsum", x) for x in operands], subscripts, optimize)
+        xs = [self._operand("einsum", x) for x in operands]
+        inputs, output = _einsum.parse(subscripts, [x.shape for x in xs])
+        is_auto = isinstance(optimize, str) and optimize == "auto"
+        plan_request = _einsum.AUTO if is_auto else _einsum.check_optimize(optimize, len(xs))
+        if len(xs) <= 2:
+            return self.bind(_einsum.einsum_p, *xs, inputs=inputs, output=output)[0]
+        for positions, ins, out in _einsum.pairwise_steps(inputs, output, tuple(x.shape for x in xs), plan_request):
+            picked = [xs.pop(p) for p in positions]
+            xs.append(self.bind(_einsum.einsum_p, *picked, inputs=ins, output=out)[0])
+        return xs[0]
 
 
 

@@ -183,7 +183,7 @@ def test_wide_engines_in_two_threads_leave_process_state_as_they_found_it():
 def test_the_grad_path_a_reader_follows():
     """Forward and grad of svd + mul + reduce_sum on a 4 × 3 matrix touch this many distinct named
     functions of the package (lambdas and comprehensions aside), counted with sys.setprofile as
-    issue 21 counted them (122 then; its target is 70): a ceiling at today's count, so that the
+    issue 21 counted them (122 then; 70 is its target and today's count): a ceiling, so that the
     path a reader follows from rt.grad to the kernels does not grow unnoticed."""
     rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
     x = rt.variable_from(tf.Tensor(np.random.default_rng(0).standard_normal((4, 3))))
@@ -205,4 +205,4 @@ def test_the_grad_path_a_reader_follows():
         rt.grad(eng, y, x)
     finally:
         sys.setprofile(None)
-    assert 40 <= len(seen) <= 80, sorted(name for _, name in seen)
+    assert 40 <= len(seen) <= 70, sorted(name for _, name in seen)

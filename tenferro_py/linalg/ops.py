@@ -77,7 +77,8 @@ class LinalgOps:
                     self.slice(vt, SliceConfig([0, 0], [k, n])))
         if method == "krylov":
             raise InvalidArgument("svd", "k (the number of leading triplets) with method='krylov'", "k=None")
-        u, s, vt = self._factorisation("svd", svd_p, x, derivative_eps, square=False)
+        _check_matrices("svd", x, square=False)  # x and ε are checked above
+        u, s, vt = bind_batched(self, "svd", svd_p, [x], [2], derivative_eps=derivative_eps)
         return u, s, vt
 
     def eigh(

@@ -146,7 +146,8 @@ def _svd_jvp(s, tangents, primals, outputs, derivative_eps):
 
 def _svd_pullback(s, u, sv, vt, *blocks, eps, parts):
     """Ā for the SVD's cotangents, given as their blocks before index kk (zero beyond):
-    Ū[:, :kk], S̄[:kk] and V̄ᴴ[:kk, :], those of ``parts`` = (has Ū, has S̄, has V̄ᴴ) present.
+    Ū[:, :kk], S̄[:kk] and V̄ᴴ[:kk, :], those of ``parts`` = (has Ū, has S̄, has V̄ᴴ) present (Ū or
+    V̄ᴴ among them: S̄ alone couples nothing, :func:`_svd_vjp`).
 
     The transpose of the JVP under Re⟨·,·⟩: Ā = U M Vᴴ (+ rectangular terms) with
     M = diag(S̄) + F⁻∘AH(P + Q) + F⁺∘AH(P − Q) (+ i Im(diag P)/s for complex A), P = UᴴŪ,
@@ -163,8 +164,6 @@ def _svd_pullback(s, u, sv, vt, *blocks, eps, parts):
     kk = blocks[0].shape[1] if parts[0] else blocks[0].shape[0]
     uk, vtk = columns(s, u, kk, 1), columns(s, vt, kk, 0)
     lift = lambda x: lift_real(s, x, u)  # noqa: E731
-    if ub is None and vb is None:  # Ā = (U_k diag(S̄)) V_kᴴ: the values alone couple nothing
-        return (s.einsum([s.mul(uk, s.broadcast_in_dim(lift(sb), uk.shape, [1])), vtk], "ai,ib->ab"),)
     reciprocal = exact_unit(s, spectrum_scale(s, sv))[1]  # Ā is that of A/c for Ū/c, S̄, V̄/c
     sv, ub, vb = (None if x is None else times(s, x, reciprocal) for x in (sv, ub, vb))
     minus, plus, inverse = gap_coefficients(s, sv, eps, kk)  # K × kk, K × kk, kk
@@ -219,10 +218,14 @@ svd_pullback_p = RULES.define("svd_pullback", _pullback_abstract, **composite(_s
 
 def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
     """Ā by :func:`_svd_pullback`, one kernel, on the leading blocks of the cotangents: those a slice
-    leaves zero beyond index k are cut to k, so the work is O(m n k), not O(m n K)."""
+    leaves zero beyond index k are cut to k, so the work is O(m n k), not O(m n K). S̄ alone gives
+    the product U_k diag(S̄) V_kᴴ, two ops that need no kernel of their own."""
     u, sv, vt = outputs
     (ub, ku), (sb, ks), (vb, kv) = (_leading_block(s, c, ax) for c, ax in zip(cotangents, (1, 0, 0)))
     kk = max(ku, ks, kv)  # every cotangent is zero beyond index kk
+    if ub is None and vb is None:  # Ā = (U_k diag(S̄)) V_kᴴ: the values alone couple nothing
+        uk, vtk = columns(s, u, kk, 1), columns(s, vt, kk, 0)
+        return (s.einsum([s.mul(uk, s.broadcast_in_dim(lift_real(s, sb, u), uk.shape, [1])), vtk], "ai,ib->ab"),)
     blocks = [extend(s, x, kk, ax) for x, ax in ((ub, 1), (sb, 0), (vb, 0)) if x is not None]
     parts = (ub is not None, sb is not None, vb is not None)
     return (s.bind(svd_pullback_p, u, sv, vt, *blocks, eps=eps_of(s, derivative_eps), parts=parts)[0],)

@@ -8,6 +8,12 @@ A chain z ← add(z, y), z ← mul(z, y), … of ``--ops`` ops on tensors of ``-
   (np)  the same chain as a plain NumPy loop (np.add / np.multiply), the reference.
 Rounds are interleaved after one warm-up each; µs per op are medians.
 
+Beside it, the machine's speed at large calls: a 1024³ float64 GEMM on one BLAS thread, in GF/s,
+with the kernel OpenBLAS runs and the widest vector instructions the CPU has. A kernel narrower
+than the CPU (``OPENBLAS_CORETYPE=Haswell`` on an AVX-512 CPU, as on this workplace's machines)
+halves every contraction's speed while XLA's stays: contraction-bound ratios against JAX are only
+comparable across machines beside this line.
+
 Usage: python bench/dispatch.py [--ops 10000] [--shape 1] [--repeats 5]
 """
 
@@ -20,6 +26,7 @@ import time
 from typing import Callable, Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
 
 import tenferro_py as tf
 from tenferro_py import AdContext, CpuEngine, EagerRuntime, EagerSession, Tensor
@@ -67,6 +74,51 @@ def session_chain(n_ops: int, shape: tuple[int, ...], mode: str) -> Callable[[],
         return out.value().to_numpy()
 
     return run
+
+
+def gemm_rate(n: int = 1024, repeats: int = 5) -> float:
+    """GF/s of an n × n × n float64 matrix product on one BLAS thread, the median of ``repeats``."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    with threadpool_limits(1, user_api="blas"):
+        a @ b
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            a @ b
+            times.append(time.perf_counter() - start)
+    return 2 * n**3 / statistics.median(times) / 1e9
+
+
+def blas_kernel() -> str:
+    """The kernel NumPy's BLAS runs, and the widest vector instructions the CPU has (Linux's flags)."""
+    kernels = sorted({str(lib.get("architecture")) for lib in threadpool_info() if lib["user_api"] == "blas"})
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    widest = next((isa for isa in ("avx512f", "avx2", "avx", "sse2", "asimd") if isa in flags), "unknown")
+    return f"BLAS kernel {'/'.join(kernels) or 'unknown'}; the CPU has {widest}"
+
+
+def numpy_call_cost(repeats: int = 5) -> float:
+    """µs per call of chain (iii), 10000 NumPy adds and multiplies on one element, the median of
+    ``repeats`` rounds: the machine's speed at small calls, to compare runs across machines."""
+    chain = numpy_chain(10000, (1,))
+    chain()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        chain()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) / 10000 * 1e6
+
+
+def machine_line() -> str:
+    """One line for a benchmark's header: the machine's speed at small calls and at large ones."""
+    return (f"NumPy call cost {numpy_call_cost():.2f} us/op (bench/dispatch.py (iii)); GEMM 1024^3 on one BLAS "
+            f"thread {gemm_rate():.0f} GF/s ({blas_kernel()}; (iv))")
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -125,6 +177,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"{labels[name]:<32} {us[name]:8.2f} us/op  x{us[name] / us['np']:6.1f} NumPy")
     print(f"summary: tracked/np={us['tracked'] / us['np']:.1f} constant/np={us['constant'] / us['np']:.1f} "
           f"no_grad/np={us['no_grad'] / us['np']:.1f} tracked/constant={us['tracked'] / us['constant']:.2f}")
+    print(f"(iv) GEMM 1024^3 on one BLAS thread {gemm_rate():.0f} GF/s ({blas_kernel()})")
     return 0
 
 

@@ -1,5 +1,5 @@
 """What the contraction benchmarks share: one thread for everyone, interleaved medians, a header
-that says where and when, NumPy's call cost, and the figures written to ``bench/results/``.
+that says where and when, the machine's speed (bench/dispatch.py), and the figures written to ``bench/results/``.
 
 Import this module first (before numpy and jax): it sets XLA_FLAGS to one XLA thread (unless the
 caller set it) and pins the process to one core, so that no library runs a second thread in
@@ -25,6 +25,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 CORE = min(os.sched_getaffinity(0))
 os.sched_setaffinity(0, {CORE})
 
+import dispatch  # noqa: E402  (bench/dispatch.py: the machine's call cost and GEMM speed)
 import numpy as np  # noqa: E402
 import trg  # noqa: E402  (bench/trg.py: the harnesses' source_state)
 from threadpoolctl import threadpool_info  # noqa: E402
@@ -73,15 +74,6 @@ def os_cost(run: Callable[[], object]) -> str:
             f"{after.ru_minflt - before.ru_minflt} page faults")
 
 
-def numpy_call_cost() -> float:
-    """µs per call of a NumPy add/multiply on one element (bench/dispatch.py's chain (iii)), the median
-    of five rounds of 10000: the machine's speed at small calls, to compare runs across machines."""
-    import dispatch  # in bench/, the folder of the harness that runs
-
-    chain = dispatch.numpy_chain(10000, (1,))
-    return interleaved({"np": chain}, 5)["np"][0] / 10000 * 1e6
-
-
 def _lscpu_model() -> str:
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
@@ -109,7 +101,7 @@ def header(name: str) -> list[str]:
     env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
                    if k.startswith(("OPENBLAS_", "OMP_", "XLA_", "MALLOC_", "NUMPY_")))
     lines.append(f"# env: {env}; the process pinned to CPU {CORE}")
-    lines.append(f"# NumPy call cost (bench/dispatch.py chain (iii)): {numpy_call_cost():.2f} us/op")
+    lines.append(f"# {dispatch.machine_line()}")
     return lines
 
 

@@ -171,7 +171,8 @@ def numpy_call_cost() -> str:
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "dispatch.py"), "--ops", "4000", "--repeats", "3"],
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
     line = next((x for x in done.stdout.splitlines() if x.startswith("(iii) NumPy loop")), None)
-    return f"{float(line.split()[3]):.2f} us/op" if line else "not measured (" + done.stderr.strip()[-80:] + ")"
+    gemm = next((x[5:] for x in done.stdout.splitlines() if x.startswith("(iv) ")), "")
+    return f"{float(line.split()[3]):.2f} us/op; {gemm}" if line else "not measured (" + done.stderr.strip()[-80:] + ")"
 
 
 def machine() -> str:

@@ -50,7 +50,8 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-import handwritten_trg  # beside this file: Python runs a script with its folder first on the path
+import dispatch  # beside this file: Python runs a script with its folder first on the path
+import handwritten_trg
 import numpy as np
 import opt_einsum
 import ported_trg
@@ -214,6 +215,7 @@ def header(args: argparse.Namespace, settings: bool = True) -> str:
         )
     env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith(("OPENBLAS_", "OMP_")))
     lines.append(f"# env: {env or '(no OPENBLAS_/OMP_ variables)'}")
+    lines.append(f"# {dispatch.machine_line()}")
     if settings:
         lines.append(
             f"# chi={args.chi} steps={args.steps} ks={schedule(args.chi, args.steps)} width={args.width} "

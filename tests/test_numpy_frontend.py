@@ -109,7 +109,9 @@ def test_outside_a_session_functions_are_numpys():
     assert isinstance(tnp.sin(a), np.ndarray)
     np.testing.assert_array_equal(tnp.sin(a), np.sin(a))
     np.testing.assert_array_equal(tnp.einsum("ij->ji", a), a.T)
-    np.testing.assert_array_equal(tnp.linalg.svd(a, full_matrices=False)[1], np.linalg.svd(a, compute_uv=False))
+    # the same LAPACK call (compute_uv=False is another, whose last bits differ on some kernels)
+    np.testing.assert_array_equal(tnp.linalg.svd(a, full_matrices=False)[1],
+                                  np.linalg.svd(a, full_matrices=False)[1])
     assert tnp.sum(a, axis=0, keepdims=True).shape == (1, 3)
 
 

@@ -122,7 +122,9 @@ def kept_space(
     n, k = values.shape[0], kept_count(np.abs(w), chi, multiplet_gap)
     if k == n:  # the whole space: no direction of m moves it
         return _constant(s, v)
-    kept = _constant(s, np.ascontiguousarray(v[:, :k]))
+    # C order, as the sum below comes out when differentiating: the contractions downstream then read
+    # one layout either way, which BLAS kernels may sum in a different order (OpenBLAS's SkylakeX does)
+    kept = s.constant_from(Tensor.adopt(np.array(v[:, :k], order="C")))
     if not s.runtime.differentiating:  # the terms below are zero in value: only their derivatives count
         return kept
     discarded = w[k:] if deflation is None else np.concatenate([w[k:], deflation[0]])

@@ -121,7 +121,7 @@ def header(argv: list[str]) -> list[str]:
             versions.append(f"{name} {metadata.version(name)}")
         except metadata.PackageNotFoundError:
             versions.append(f"{name} not installed")
-    dirty = git("status", "--porcelain", "--", "tenferro_py", "bench")
+    dirty = git("status", "--porcelain", "--", "tenferro_py", "bench", ":!bench/results")
     return [f"date: {datetime.datetime.now().isoformat(timespec='seconds')}",
             f"commit: {git('rev-parse', 'HEAD')}{' (with uncommitted changes)' if dirty else ''}",
             f"command: python bench/peer_suites.py {' '.join(argv)}",

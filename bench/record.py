@@ -54,7 +54,7 @@ def commit() -> str:
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT).stdout.strip()
     head = git("rev-parse", "--short", "HEAD") or "unknown (no git)"
-    dirty = git("status", "--porcelain", "--", "tenferro_py", "examples", "bench")
+    dirty = git("status", "--porcelain", "--", "tenferro_py", "examples", "bench", ":!bench/results")
     return f"`{head}`, " + ("uncommitted changes in tenferro_py/, examples/ or bench/" if dirty else "clean")
 
 

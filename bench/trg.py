@@ -193,7 +193,7 @@ def source_state(*folders: str) -> str:
 
     try:
         commit = git("rev-parse", "--short", "HEAD").strip()
-        dirty = git("status", "--porcelain", "--", *folders).strip()
+        dirty = git("status", "--porcelain", "--", *folders, ":!bench/results").strip()
     except (OSError, subprocess.CalledProcessError):
         return "not a git checkout"
     where = " or ".join(f"{folder}/" for folder in folders)

@@ -415,7 +415,8 @@ class OpSet(LinalgOps):
         plan_request = _einsum.AUTO if is_auto else _einsum.check_optimize(optimize, len(xs))
         if len(xs) <= 2:
             return self.bind(_einsum.einsum_p, *xs, inputs=inputs, output=output)[0]
-        for positions, ins, out in _einsum.pairwise_steps(inputs, output, tuple(x.shape for x in xs), plan_request):
+        shapes = tuple(x.shape for x in xs)
+        for positions, ins, out in _einsum.pairwise_steps(inputs, output, shapes, plan_request):
             picked = [xs.pop(p) for p in positions]
             xs.append(self.bind(_einsum.einsum_p, *picked, inputs=ins, output=out)[0])
         return xs[0]

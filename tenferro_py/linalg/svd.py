@@ -225,7 +225,8 @@ def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
     kk = max(ku, ks, kv)  # every cotangent is zero beyond index kk
     if ub is None and vb is None:  # Ā = (U_k diag(S̄)) V_kᴴ: the values alone couple nothing
         uk, vtk = columns(s, u, kk, 1), columns(s, vt, kk, 0)
-        return (s.einsum([s.mul(uk, s.broadcast_in_dim(lift_real(s, sb, u), uk.shape, [1])), vtk], "ai,ib->ab"),)
+        scaled = s.mul(uk, s.broadcast_in_dim(lift_real(s, sb, u), uk.shape, [1]))
+        return (s.einsum([scaled, vtk], "ai,ib->ab"),)
     blocks = [extend(s, x, kk, ax) for x, ax in ((ub, 1), (sb, 0), (vb, 0)) if x is not None]
     parts = (ub is not None, sb is not None, vb is not None)
     return (s.bind(svd_pullback_p, u, sv, vt, *blocks, eps=eps_of(s, derivative_eps), parts=parts)[0],)

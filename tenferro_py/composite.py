@@ -21,17 +21,55 @@ import numpy as np
 from .rules import Primitive
 from .structure import dense, flatten, unflatten
 
-#: (the kernel session, the tangent kernel session's class): set before any kernel runs, since
-#: importing any module of the package imports the package, which imports opset.
-_kernel_sessions: tuple[Any, Callable[[Any], Any]] = (None, None)
+#: (the kernel session, the tangent kernel session's class, the recording one's): set before any
+#: kernel runs, since importing any module of the package imports the package, which imports opset.
+_kernel_sessions: tuple[Any, Callable[[Any], Any], Callable[[Sequence], Any]] = (None, None, None)
+
+#: The shapes, dtypes and params a shape-determined composite keeps replays for, at most.
+MAX_REPLAYS = 256
 
 
-def use_kernel_sessions(kernel_session: Any, tangent_session_type: Callable[[Any], Any]) -> None:
+def use_kernel_sessions(kernel_session: Any, tangent_session_type: Callable[[Any], Any],
+                        recording_session_type: Callable[[Sequence], Any]) -> None:
     """Give composites the sessions that run references on arrays: ``kernel_session`` (a
-    KernelSession) and ``tangent_session_type`` (TangentKernelSession, made from a rule set).
+    KernelSession), ``tangent_session_type`` (TangentKernelSession, made from a rule set) and
+    ``recording_session_type`` (RecordingKernelSession, made from the kernel's input arrays).
     Called once, by :mod:`tenferro_py.opset` at its import (see this module's docstring)."""
     global _kernel_sessions
-    _kernel_sessions = (kernel_session, tangent_session_type)
+    _kernel_sessions = (kernel_session, tangent_session_type, recording_session_type)
+
+
+class Replay:
+    """The ops of one run of a shape-determined reference, as a recording kernel session wrote them
+    down: run on new arrays of the same shapes and dtypes, the same kernels on the same slots in the
+    same order (so the same bits as the reference would give), without the reference's Python.
+
+    Slots 0 … count − 1 hold the inputs; ``constants`` are (slot, value) pairs made from shapes alone;
+    each step is (kernel, its input slots, its params, its first output slot, how many outputs). A
+    value is let go after the last step that reads it, as the reference's Python would let it go."""
+
+    __slots__ = ("count", "size", "constants", "steps", "outputs")
+
+    def __init__(self, count: int, size: int, constants: list, steps: list, outputs: list[int]):
+        last_read = {slot: i for i, (_, slots, _, _, _) in enumerate(steps) for slot in slots}
+        kept = set(outputs) | {slot for slot, _ in constants}
+        done_after: list[list[int]] = [[] for _ in steps]
+        for slot, i in last_read.items():
+            if slot not in kept:
+                done_after[i].append(slot)
+        self.count, self.size, self.constants, self.outputs = count, size, constants, outputs
+        self.steps = [(*step, tuple(done)) for step, done in zip(steps, done_after)]
+
+    def __call__(self, arrays: Sequence[np.ndarray]) -> tuple:
+        values: list = [None] * self.size
+        values[: self.count] = arrays
+        for slot, value in self.constants:
+            values[slot] = value
+        for impl, slots, params, first, n, done in self.steps:
+            values[first : first + n] = impl(*[values[i] for i in slots], **params)
+            for i in done:
+                values[i] = None
+        return tuple([values[i] for i in self.outputs])
 
 
 def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., float], primals: Sequence[Any],
@@ -44,7 +82,7 @@ def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., fl
     rules, count = s.runtime.ad_context, len(primals)
 
     def tangent_kernel(*arrays: np.ndarray) -> tuple:
-        kernel_session, tangent_session_type = _kernel_sessions
+        kernel_session, tangent_session_type, _ = _kernel_sessions
         ks = tangent_session_type(rules)
         for x, t in zip(arrays[:count], unflatten(spec, arrays[count:])):
             if t is not None:
@@ -59,12 +97,17 @@ def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., fl
     return s.bind(prim, *primals, *leaves)
 
 
-def composite(reference: Callable[..., Sequence], cost: Callable[..., float]) -> dict[str, Callable]:
+def composite(reference: Callable[..., Sequence], cost: Callable[..., float],
+              shape_determined: bool = False) -> dict[str, Callable]:
     """The kernel, rules and cost of a primitive defined by ``reference(s, *inputs, **params)``, a
     function of session ops returning the outputs: keyword arguments of ``RuleSet.define``.
 
     The kernel runs the reference on arrays in the kernel session: one kernel, with no tape and
-    no per-op dispatch. The rules differentiate the same reference in the eager session they
+    no per-op dispatch. ``shape_determined`` promises that the reference's ops, and the constants
+    it makes, follow from its inputs' shapes and dtypes and its params alone (no value read in
+    Python decides anything): its kernel then runs the reference once per (shapes, dtypes,
+    params), writing its ops down, and later replays them (:class:`Replay`); an array that no op
+    and no constant made, or a structured value, leaves that run unreplayed. The rules differentiate the same reference in the eager session they
     are given (``s.jvp_of``, ``s.vjp_of``), so they are exact to every order and
     differentiable again. This is the one place where a composite's route is chosen: where
     nothing will differentiate a JVP's result (``runtime.differentiating`` is false), the JVP
@@ -72,8 +115,22 @@ def composite(reference: Callable[..., Sequence], cost: Callable[..., float]) ->
     runtime asks for both (``values_and_jvp``: the reference then runs once, not twice).
     """
 
+    replays: dict = {}
+
     def kernel(*arrays: np.ndarray, **params: Any) -> tuple:
-        return tuple(reference(_kernel_sessions[0], *arrays, **params))
+        if not shape_determined:
+            return tuple(reference(_kernel_sessions[0], *arrays, **params))
+        key = (tuple([(a.shape, a.dtype) for a in arrays]), tuple(sorted(params.items())))
+        replay = replays.get(key, kernel)  # kernel: not run for these shapes yet
+        if replay is kernel:
+            recorder = _kernel_sessions[2](arrays)
+            outs = tuple(reference(recorder, *arrays, **params))
+            if len(replays) < MAX_REPLAYS:
+                replays[key] = recorder.replay(outs)
+            return outs
+        if replay is None:  # not replayable for these shapes
+            return tuple(reference(_kernel_sessions[0], *arrays, **params))
+        return replay(arrays)
 
     def jvp(s, tangents, primals, outputs, **params):
         if s.runtime.differentiating:

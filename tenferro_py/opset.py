@@ -448,6 +448,62 @@ class KernelSession(OpSet):
 KERNEL_SESSION = KernelSession()
 
 
+class RecordingKernelSession(KernelSession):
+    """A KernelSession that writes down the ops it runs (which kernel, on which earlier arrays), for a
+    shape-determined composite's :class:`~tenferro_py.composite.Replay`. It keeps every array it sees
+    alive, so that an array's id names it alone while it records."""
+
+    __slots__ = ("_count", "_seen", "_slots", "_constants", "_steps", "_replayable")
+
+    def __init__(self, inputs: Sequence[Any]):
+        self._count = len(inputs)
+        self._seen = list(inputs)
+        self._slots = {id(x): i for i, x in enumerate(inputs)}
+        self._constants: list[tuple[int, Any]] = []
+        self._steps: list[tuple] = []
+        self._replayable = True
+
+    def _keep(self, x: Any) -> int:
+        self._seen.append(x)
+        self._slots[id(x)] = len(self._seen) - 1
+        return len(self._seen) - 1
+
+    def _slot(self, x: Any) -> int | None:
+        """x's slot; a new constant for a Python number; None (and nothing to replay) for an array
+        that no op and no constant made: it may have come from values."""
+        found = self._slots.get(id(x))
+        if found is None and not isinstance(x, (np.ndarray, Structured)):
+            found = self._keep(x)
+            self._constants.append((found, x))
+        return found
+
+    def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
+        """Run prim's kernel, and write it down."""
+        outs = super().bind(prim, *inputs, **params)
+        slots = [self._slot(x) for x in inputs]
+        if None in slots or any([isinstance(o, Structured) for o in outs]):
+            self._replayable = False
+        if self._replayable:
+            self._steps.append((prim.impl, slots, params, len(self._seen), len(outs)))
+            for o in outs:
+                self._keep(o)
+        return outs
+
+    def constant_from(self, t: Any) -> Any:
+        """t's array, written down as a constant unless an op made it."""
+        x = super().constant_from(t)
+        if id(x) not in self._slots:
+            self._constants.append((self._keep(x), x))
+        return x
+
+    def replay(self, outputs: Sequence[Any]) -> composite.Replay | None:
+        """The ops written down, as a Replay giving ``outputs``; None if they cannot be replayed."""
+        slots = [self._slots.get(id(o)) for o in outputs]
+        if not self._replayable or None in slots:
+            return None
+        return composite.Replay(self._count, len(self._seen), self._constants, self._steps, slots)
+
+
 class TangentKernelSession(KernelSession):
     """A KernelSession that also carries a tangent along every op, by the op's JVP rule run in a
     plain KernelSession: forward mode inside one kernel."""
@@ -483,4 +539,4 @@ class TangentKernelSession(KernelSession):
 
 # The one place where a lower layer is given something by a higher one: composites (defined
 # below the op families, in tenferro_py.composite) run their references in these sessions.
-composite.use_kernel_sessions(KERNEL_SESSION, TangentKernelSession)
+composite.use_kernel_sessions(KERNEL_SESSION, TangentKernelSession, RecordingKernelSession)

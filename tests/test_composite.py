@@ -88,3 +88,60 @@ def test_the_kernel_session_has_every_linalg_op_on_stacks(rng):
     np.testing.assert_allclose(q @ r, a, rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(KERNEL_SESSION.solve(a, a[:, :, :1]), np.linalg.solve(a, a[:, :, :1]),
                                rtol=1e-12, atol=1e-14)
+
+
+def test_a_shape_determined_composite_replays_its_ops_with_the_references_bits(rng):
+    """The SVD's pullback and tangent, recorded on their first run for some shapes, replay their ops on
+    new values of those shapes: bit for bit what running the reference gives, real and complex,
+    tall and wide, at a degenerate and at a zero spectrum; the reference's Python runs once."""
+    from tenferro_py.linalg.svd import _svd_pullback, _svd_tangent, svd_pullback_p, svd_tangent_p
+
+    def inputs(shape, dtype, spectrum=None):
+        a = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if dtype == complex else 0)
+        u, sv, vt = np.linalg.svd(a, full_matrices=False)
+        if spectrum is not None:
+            sv = np.asarray(spectrum, float)
+        return u, sv, vt, rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if dtype == complex else 0)
+
+    for shape in [(5, 3), (3, 5), (4, 4)]:
+        for dtype in (float, complex):
+            k = min(shape)
+            for spectrum in (None, [2.0] * k, [0.0] * k):
+                u, sv, vt, da = inputs(shape, dtype, spectrum)
+                kk = max(1, k - 1)
+                ub, sb, vb = (np.ascontiguousarray(x) for x in (da[:, :kk], sv[:kk] + 1.0, da[:kk, :]))
+                for prim, reference, args, params in [
+                    (svd_tangent_p, _svd_tangent, (u, sv, vt, da), dict(eps=1e-12)),
+                    (svd_pullback_p, _svd_pullback, (u, sv, vt, ub, sb, vb), dict(eps=1e-12, parts=(True,) * 3)),
+                ]:
+                    for _ in range(2):  # the first run records, the second replays
+                        got = prim.impl(*args, **params)
+                    want = reference(KERNEL_SESSION, *args, **params)
+                    assert all(np.array_equal(g, w, equal_nan=True) for g, w in zip(got, want))
+
+
+def test_a_reference_that_makes_arrays_outside_ops_is_not_replayed():
+    """An array that no op and no constant made may come from values: that run is not replayed, and
+    the next values of the same shapes get their own result."""
+
+    def from_values(s, x):
+        return (s.mul(x, np.abs(x)),)  # np.abs outside the session's ops
+
+    rules = RuleSet()
+    prim = rules.define("from_values", lambda x: (x,), **composite(from_values, lambda *a: 1.0, shape_determined=True))
+    for a in (np.array([1.0, -2.0]), np.array([-3.0, 0.5])):
+        np.testing.assert_array_equal(prim.impl(a)[0], a * np.abs(a))
+
+
+def test_a_replay_runs_without_the_references_python():
+    runs = []
+
+    def counted(s, x):
+        runs.append(1)
+        return negated_square(s, x)
+
+    rules = RuleSet()
+    prim = rules.define("counted_replay", lambda x: (x,), **composite(counted, lambda *a: 1.0, shape_determined=True))
+    for a in (np.array([0.5, -2.0]), np.array([3.0, 1.0]), np.array([1.0, 2.0, 3.0])):
+        np.testing.assert_array_equal(prim.impl(a)[0], -a * a)
+    assert len(runs) == 2  # once per shape

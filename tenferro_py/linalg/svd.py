@@ -130,7 +130,8 @@ def _tangent_cost(in_avals, out_avals, params) -> float:
     return 2.0 * m * n * k + 4.0 * k * k * k
 
 
-svd_tangent_p = RULES.define("svd_tangent", _tangent_abstract, **composite(_svd_tangent, _tangent_cost))
+svd_tangent_p = RULES.define("svd_tangent", _tangent_abstract,
+                             **composite(_svd_tangent, _tangent_cost, shape_determined=True))
 
 
 def _svd_jvp(s, tangents, primals, outputs, derivative_eps):
@@ -213,7 +214,8 @@ def _pullback_cost(in_avals, out_avals, params) -> float:
     return 2.0 * k * kk * (m + n) + 4.0 * m * kk * n
 
 
-svd_pullback_p = RULES.define("svd_pullback", _pullback_abstract, **composite(_svd_pullback, _pullback_cost))
+svd_pullback_p = RULES.define("svd_pullback", _pullback_abstract,
+                              **composite(_svd_pullback, _pullback_cost, shape_determined=True))
 
 
 def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):

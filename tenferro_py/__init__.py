@@ -1,6 +1,7 @@
 """tenferro_py: an eager automatic-differentiation tape over NumPy/LAPACK with tenferro's API."""
 
 from . import einsum, linalg, staged
+from . import kernel_sessions  # noqa: F401  (hands composites their kernel sessions, before any kernel runs)
 from .engine import CpuEngine, Pool, PoolBuilder
 from .errors import (
     DTypeMismatch,

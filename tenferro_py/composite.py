@@ -4,10 +4,11 @@ Its kernel runs the reference on arrays in a kernel session (one kernel: no tape
 dispatch); its JVP and VJP differentiate the same reference in the eager session they are
 given. One formula is the fast first-order path and, differentiated, every higher order.
 
-The sessions that run a reference on arrays (:class:`~tenferro_py.opset.KernelSession` and its
-tangent-carrying kind) need every op, linalg's included, so they live above the op families,
-in :mod:`tenferro_py.opset`, while the composites are defined below it (the SVD's rules are
-composites). opset hands them to this module once, at its import, by
+The sessions that run a reference on arrays (:class:`~tenferro_py.kernel_sessions.KernelSession`
+and its tangent-carrying and recording kinds) need every op, linalg's included, so they live
+above the op families, in :mod:`tenferro_py.kernel_sessions`, while the composites are defined
+below them (the SVD's rules are composites). That module hands them to this one once, at its
+import, by
 :func:`use_kernel_sessions`: the one place where a lower layer is given something by a higher
 one.
 """
@@ -22,7 +23,8 @@ from .rules import Primitive
 from .structure import dense, flatten, unflatten
 
 #: (the kernel session, the tangent kernel session's class, the recording one's): set before any
-#: kernel runs, since importing any module of the package imports the package, which imports opset.
+#: kernel runs, since importing any module of the package imports the package, which imports
+#: kernel_sessions.
 _kernel_sessions: tuple[Any, Callable[[Any], Any], Callable[[Sequence], Any]] = (None, None, None)
 
 #: The shapes, dtypes and params a shape-determined composite keeps replays for, at most.
@@ -34,7 +36,7 @@ def use_kernel_sessions(kernel_session: Any, tangent_session_type: Callable[[Any
     """Give composites the sessions that run references on arrays: ``kernel_session`` (a
     KernelSession), ``tangent_session_type`` (TangentKernelSession, made from a rule set) and
     ``recording_session_type`` (RecordingKernelSession, made from the kernel's input arrays).
-    Called once, by :mod:`tenferro_py.opset` at its import (see this module's docstring)."""
+    Called once, by :mod:`tenferro_py.kernel_sessions` at its import (see this module's docstring)."""
     global _kernel_sessions
     _kernel_sessions = (kernel_session, tangent_session_type, recording_session_type)
 

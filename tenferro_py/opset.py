@@ -1,18 +1,10 @@
-"""The ops every session has, written once over ``bind``, and the session that runs them as plain NumPy.
+"""The ops every session has, written once over ``bind``.
 
 :class:`OpSet` holds one method per op: each checks its arguments and binds a primitive.
-Two interpreters provide ``bind``:
-
-* :class:`~tenferro_py.session.EagerSession` runs the kernel on an engine, records the op on
-  the tape and carries forward traces (the library's sessions);
-* :class:`KernelSession` calls the primitive's kernel on NumPy arrays and nothing else: no
-  tape, no engine, no checks of ownership. It runs a composite, written in session ops, as
-  one kernel.
-
-A composite (:mod:`tenferro_py.composite`) uses both: a primitive whose kernel is a reference
-function run by a KernelSession, and whose JVP and VJP are that same function differentiated
-in the eager session. composite.py sits below the op families that define composites, so
-this module hands it the kernel sessions at import (:func:`~tenferro_py.composite.use_kernel_sessions`).
+Two interpreters provide ``bind``: :class:`~tenferro_py.session.EagerSession` runs the kernel on
+an engine, records the op on the tape and carries forward traces (the library's sessions);
+:class:`~tenferro_py.kernel_sessions.KernelSession` calls the primitive's kernel on NumPy
+arrays and nothing else, to run a composite's reference as one kernel.
 """
 
 from __future__ import annotations
@@ -24,7 +16,6 @@ from typing import Any, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from . import composite
 from . import einsum as _einsum
 from .errors import InvalidArgument, NoSuchOp
 from .linalg.ops import LinalgOps
@@ -32,7 +23,6 @@ from .ops import elementwise as _ew
 from .ops import reductions as _red
 from .ops import structural as _st
 from .ops.structural import SliceConfig
-from .structure import Structured, dense
 from .tensor import Tensor, check_dtype, check_shape, is_integer, is_real_number
 
 Value = Any  # an op's operand or result: an EagerTensor in an eager session, an array in a KernelSession
@@ -58,6 +48,11 @@ class OpSet(LinalgOps):
 
     def constant_from(self, t: Any) -> Any:
         """t as a constant of this session."""
+        raise NotImplementedError
+
+    def _operand(self, op: str, x: object) -> Any:
+        """An op's input as this session takes it (each session says how): the op methods' one
+        conversion of their arguments."""
         raise NotImplementedError
 
     def zeros(self, shape: Sequence[int], dtype: npt.DTypeLike = np.float64) -> Value:
@@ -420,123 +415,3 @@ class OpSet(LinalgOps):
             picked = [xs.pop(p) for p in positions]
             xs.append(self.bind(_einsum.einsum_p, *picked, inputs=ins, output=out)[0])
         return xs[0]
-
-
-
-class KernelSession(OpSet):
-    """Runs ops as plain NumPy calls on arrays: the interpreter of a composite's kernel."""
-
-    __slots__ = ()
-
-    def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
-        """Run prim's kernel on plain arrays (structured ones kept where prim knows them)."""
-        if any([isinstance(x, Structured) for x in inputs]):
-            out = prim.structured(self, *inputs, **params) if prim.structured is not None else NotImplemented
-            if out is NotImplemented:
-                return prim.impl(*[dense(self, x) for x in inputs], **params)
-            return tuple(out)
-        return prim.impl(*inputs, **params)
-
-    def _operand(self, op: str, x: object) -> Any:
-        return x
-
-    def constant_from(self, t: Any) -> Any:
-        """t's array (a kernel session works on plain arrays)."""
-        return t.array if isinstance(t, Tensor) else t
-
-
-KERNEL_SESSION = KernelSession()
-
-
-class RecordingKernelSession(KernelSession):
-    """A KernelSession that writes down the ops it runs (which kernel, on which earlier arrays), for a
-    shape-determined composite's :class:`~tenferro_py.composite.Replay`. It keeps every array it sees
-    alive, so that an array's id names it alone while it records."""
-
-    __slots__ = ("_count", "_seen", "_slots", "_constants", "_steps", "_replayable")
-
-    def __init__(self, inputs: Sequence[Any]):
-        self._count = len(inputs)
-        self._seen = list(inputs)
-        self._slots = {id(x): i for i, x in enumerate(inputs)}
-        self._constants: list[tuple[int, Any]] = []
-        self._steps: list[tuple] = []
-        self._replayable = True
-
-    def _keep(self, x: Any) -> int:
-        self._seen.append(x)
-        self._slots[id(x)] = len(self._seen) - 1
-        return len(self._seen) - 1
-
-    def _slot(self, x: Any) -> int | None:
-        """x's slot; a new constant for a Python number; None (and nothing to replay) for an array
-        that no op and no constant made: it may have come from values."""
-        found = self._slots.get(id(x))
-        if found is None and not isinstance(x, (np.ndarray, Structured)):
-            found = self._keep(x)
-            self._constants.append((found, x))
-        return found
-
-    def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
-        """Run prim's kernel, and write it down."""
-        outs = super().bind(prim, *inputs, **params)
-        slots = [self._slot(x) for x in inputs]
-        if None in slots or any([isinstance(o, Structured) for o in outs]):
-            self._replayable = False
-        if self._replayable:
-            self._steps.append((prim.impl, slots, params, len(self._seen), len(outs)))
-            for o in outs:
-                self._keep(o)
-        return outs
-
-    def constant_from(self, t: Any) -> Any:
-        """t's array, written down as a constant unless an op made it."""
-        x = super().constant_from(t)
-        if id(x) not in self._slots:
-            self._constants.append((self._keep(x), x))
-        return x
-
-    def replay(self, outputs: Sequence[Any]) -> composite.Replay | None:
-        """The ops written down, as a Replay giving ``outputs``; None if they cannot be replayed."""
-        slots = [self._slots.get(id(o)) for o in outputs]
-        if not self._replayable or None in slots:
-            return None
-        return composite.Replay(self._count, len(self._seen), self._constants, self._steps, slots)
-
-
-class TangentKernelSession(KernelSession):
-    """A KernelSession that also carries a tangent along every op, by the op's JVP rule run in a
-    plain KernelSession: forward mode inside one kernel."""
-
-    __slots__ = ("_rules", "_tangents")
-
-    def __init__(self, rules: Any):
-        self._rules = rules
-        self._tangents: dict[int, tuple] = {}  # id(array) -> (array, tangent): the array kept alive
-
-    def seed(self, x: Any, tangent: Any) -> None:
-        """Give x the tangent tangent."""
-        self._tangents[id(x)] = (x, tangent)
-
-    def tangent(self, x: Any) -> Any:
-        """x's tangent, or None."""
-        found = self._tangents.get(id(x))
-        return found[1] if found is not None and found[0] is x else None
-
-    def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
-        """Run prim's kernel and push the inputs' tangents through its JVP."""
-        outs = super().bind(prim, *inputs, **params)
-        tangents = [self.tangent(x) for x in inputs]
-        if any([t is not None for t in tangents]):
-            rule = self._rules.rule(prim, "jvp")
-            if rule.dense_only:
-                tangents = [dense(KERNEL_SESSION, t) for t in tangents]
-            for o, t in zip(outs, rule.jvp(KERNEL_SESSION, tangents, inputs, outs, **params)):
-                if t is not None and not any(o is x for x in inputs):
-                    self.seed(o, t)
-        return outs
-
-
-# The one place where a lower layer is given something by a higher one: composites (defined
-# below the op families, in tenferro_py.composite) run their references in these sessions.
-composite.use_kernel_sessions(KERNEL_SESSION, TangentKernelSession, RecordingKernelSession)

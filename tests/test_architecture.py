@@ -29,6 +29,7 @@ LAYERS = [
     ["composite"],
     ["linalg"],
     ["opset"],
+    ["kernel_sessions"],
     ["session"],
     ["transforms"],
     ["runtime"],

@@ -5,7 +5,7 @@ import numpy as np
 
 import tenferro_py as tf
 from tenferro_py.composite import composite
-from tenferro_py.opset import KERNEL_SESSION
+from tenferro_py.kernel_sessions import KERNEL_SESSION
 from tenferro_py.rules import RuleSet
 from tenferro_py.tensor import Aval
 from tenferro_py.testing import check_grads

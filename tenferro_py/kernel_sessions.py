@@ -12,6 +12,7 @@ something by a higher one. The package imports this module, so that is done befo
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -49,29 +50,37 @@ KERNEL_SESSION = KernelSession()
 
 class RecordingKernelSession(KernelSession):
     """A KernelSession that writes down the ops it runs (which kernel, on which earlier arrays), for a
-    shape-determined composite's :class:`~tenferro_py.composite.Replay`. It keeps every array it sees
-    alive, so that an array's id names it alone while it records."""
+    shape-determined composite's :class:`~tenferro_py.composite.Replay`. An array's id names its slot
+    while the array lives (a finalizer forgets it when it goes, so a later array with the same id is
+    not taken for it); what cannot be watched so (a Python number) is kept alive."""
 
-    __slots__ = ("_count", "_seen", "_slots", "_constants", "_steps", "_replayable")
+    __slots__ = ("_count", "_size", "_kept", "_slots", "_constants", "_steps", "_replayable")
 
     def __init__(self, inputs: Sequence[Any]):
+        self._size = 0
+        self._kept: list = []
+        self._slots: dict[int, int] = {}
+        for x in inputs:
+            self._keep(x)
         self._count = len(inputs)
-        self._seen = list(inputs)
-        self._slots = {id(x): i for i, x in enumerate(inputs)}
         self._constants: list[tuple[int, Any]] = []
         self._steps: list[tuple] = []
         self._replayable = True
 
     def _keep(self, x: Any) -> int:
-        self._seen.append(x)
-        self._slots[id(x)] = len(self._seen) - 1
-        return len(self._seen) - 1
+        slot, self._size = self._size, self._size + 1
+        self._slots[id(x)] = slot
+        try:
+            weakref.finalize(x, self._slots.pop, id(x), None)
+        except TypeError:  # not weakly referable
+            self._kept.append(x)
+        return slot
 
     def _slot(self, x: Any) -> int | None:
-        """x's slot; a new constant for a Python number; None (and nothing to replay) for an array
-        that no op and no constant made: it may have come from values."""
+        """x's slot; a new constant for a Python number; None (and nothing to replay) for an array or
+        NumPy scalar that no op and no constant made: it may have come from values."""
         found = self._slots.get(id(x))
-        if found is None and not isinstance(x, (np.ndarray, Structured)):
+        if found is None and not isinstance(x, (np.ndarray, np.generic, Structured)):
             found = self._keep(x)
             self._constants.append((found, x))
         return found
@@ -83,7 +92,7 @@ class RecordingKernelSession(KernelSession):
         if None in slots or any([isinstance(o, Structured) for o in outs]):
             self._replayable = False
         if self._replayable:
-            self._steps.append((prim.impl, slots, params, len(self._seen), len(outs)))
+            self._steps.append((prim.impl, slots, params, self._size, len(outs)))
             for o in outs:
                 self._keep(o)
         return outs
@@ -100,7 +109,7 @@ class RecordingKernelSession(KernelSession):
         slots = [self._slots.get(id(o)) for o in outputs]
         if not self._replayable or None in slots:
             return None
-        return composite.Replay(self._count, len(self._seen), self._constants, self._steps, slots)
+        return composite.Replay(self._count, self._size, self._constants, self._steps, slots)
 
 
 class TangentKernelSession(KernelSession):

@@ -124,13 +124,41 @@ def test_a_reference_that_makes_arrays_outside_ops_is_not_replayed():
     """An array that no op and no constant made may come from values: that run is not replayed, and
     the next values of the same shapes get their own result."""
 
-    def from_values(s, x):
-        return (s.mul(x, np.abs(x)),)  # np.abs outside the session's ops
+    def array_from_values(s, x):
+        return (s.mul(x, np.abs(x)),)  # an array made outside the session's ops
+
+    def scalar_from_values(s, x):
+        return (s.mul(x, x.max()),)  # a NumPy scalar made outside them
 
     rules = RuleSet()
-    prim = rules.define("from_values", lambda x: (x,), **composite(from_values, lambda *a: 1.0, shape_determined=True))
-    for a in (np.array([1.0, -2.0]), np.array([-3.0, 0.5])):
-        np.testing.assert_array_equal(prim.impl(a)[0], a * np.abs(a))
+    for name, reference, expected in [("array_from_values", array_from_values, lambda a: a * np.abs(a)),
+                                      ("scalar_from_values", scalar_from_values, lambda a: a * a.max())]:
+        prim = rules.define(name, lambda x: (x,), **composite(reference, lambda *a: 1.0, shape_determined=True))
+        for a in (np.array([1.0, -2.0]), np.array([-3.0, 0.5]), np.array([4.0, 2.0])):
+            np.testing.assert_array_equal(prim.impl(a)[0], expected(a))
+
+
+def test_a_replay_lets_each_value_go_after_its_last_read(rng):
+    """The replay holds no more memory at its peak than the reference's own run (tracemalloc, which
+    counts NumPy's buffers, deterministic)."""
+    import tracemalloc
+
+    from tenferro_py.linalg.svd import _svd_tangent, svd_tangent_p
+
+    a = rng.standard_normal((120, 100))
+    u, sv, vt = np.linalg.svd(a, full_matrices=False)
+    args = (u, sv, vt, rng.standard_normal(a.shape))
+
+    def peak(run):
+        tracemalloc.start()
+        run()
+        top = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return top
+
+    svd_tangent_p.impl(*args, eps=1e-12)  # recorded for these shapes (or earlier)
+    assert peak(lambda: svd_tangent_p.impl(*args, eps=1e-12)) <= peak(lambda: _svd_tangent(KERNEL_SESSION, *args,
+                                                                                             eps=1e-12))
 
 
 def test_a_replay_runs_without_the_references_python():

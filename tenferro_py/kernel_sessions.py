@@ -71,7 +71,7 @@ class RecordingKernelSession(KernelSession):
         slot, self._size = self._size, self._size + 1
         self._slots[id(x)] = slot
         try:
-            weakref.finalize(x, self._slots.pop, id(x), None)
+            weakref.finalize(x, self._slots.pop, id(x), None).atexit = False
         except TypeError:  # not weakly referable
             self._kept.append(x)
         return slot

@@ -109,12 +109,13 @@ def composite(reference: Callable[..., Sequence], cost: Callable[..., float],
     it makes, follow from its inputs' shapes and dtypes and its params alone (no value read in
     Python decides anything): its kernel then runs the reference once per (shapes, dtypes,
     params), writing its ops down, and later replays them (:class:`Replay`); an array that no op
-    and no constant made, or a structured value, leaves that run unreplayed. The rules differentiate the same reference in the eager session they
-    are given (``s.jvp_of``, ``s.vjp_of``), so they are exact to every order and
-    differentiable again. This is the one place where a composite's route is chosen: where
-    nothing will differentiate a JVP's result (``runtime.differentiating`` is false), the JVP
-    is one kernel too (:func:`fused_jvp`), which also gives the outputs' values when the
-    runtime asks for both (``values_and_jvp``: the reference then runs once, not twice).
+    and no constant made, or a structured value, leaves that run unreplayed. The rules
+    differentiate the same reference in the eager session they are given (``s.jvp_of``,
+    ``s.vjp_of``), so they are exact to every order and differentiable again. This is the one
+    place where a composite's route is chosen: where nothing will differentiate a JVP's result
+    (``runtime.differentiating`` is false), the JVP is one kernel too (:func:`fused_jvp`), which
+    also gives the outputs' values when the runtime asks for both (``values_and_jvp``: the
+    reference then runs once, not twice).
     """
 
     replays: dict = {}
@@ -123,7 +124,10 @@ def composite(reference: Callable[..., Sequence], cost: Callable[..., float],
         if not shape_determined:
             return tuple(reference(_kernel_sessions[0], *arrays, **params))
         key = (tuple([(a.shape, a.dtype) for a in arrays]), tuple(sorted(params.items())))
-        replay = replays.get(key, kernel)  # kernel: not run for these shapes yet
+        try:
+            replay = replays.get(key, kernel)  # kernel: not run for these shapes yet
+        except TypeError:  # a param that is no dictionary key
+            replay = None
         if replay is kernel:
             recorder = _kernel_sessions[2](arrays)
             outs = tuple(reference(recorder, *arrays, **params))

@@ -173,3 +173,14 @@ def test_a_replay_runs_without_the_references_python():
     for a in (np.array([0.5, -2.0]), np.array([3.0, 1.0]), np.array([1.0, 2.0, 3.0])):
         np.testing.assert_array_equal(prim.impl(a)[0], -a * a)
     assert len(runs) == 2  # once per shape
+
+
+def test_a_shape_determined_composite_with_an_unhashable_param_runs_its_reference():
+    def scaled(s, x, *, factors):
+        return (s.scale_real(x, factors[0]),)
+
+    rules = RuleSet()
+    prim = rules.define("scaled", lambda x, factors: (x,), **composite(scaled, lambda *a, **k: 1.0,
+                                                                         shape_determined=True))
+    for factor in (2.0, 3.0):
+        np.testing.assert_array_equal(prim.impl(np.array([1.0, -2.0]), factors=[factor])[0], [factor, -2 * factor])

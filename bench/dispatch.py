@@ -76,18 +76,23 @@ def session_chain(n_ops: int, shape: tuple[int, ...], mode: str) -> Callable[[],
     return run
 
 
+def seconds(run: Callable[[], object], repeats: int) -> float:
+    """The median wall time of ``repeats`` calls of ``run`` (the harnesses' one plain timer)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def gemm_rate(n: int = 1024, repeats: int = 5) -> float:
     """GF/s of an n × n × n float64 matrix product on one BLAS thread, the median of ``repeats``."""
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
     with threadpool_limits(1, user_api="blas"):
         a @ b
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            a @ b
-            times.append(time.perf_counter() - start)
-    return 2 * n**3 / statistics.median(times) / 1e9
+        return 2 * n**3 / seconds(lambda: a @ b, repeats) / 1e9
 
 
 def blas_kernel() -> str:
@@ -107,12 +112,7 @@ def numpy_call_cost(repeats: int = 5) -> float:
     ``repeats`` rounds: the machine's speed at small calls, to compare runs across machines."""
     chain = numpy_chain(10000, (1,))
     chain()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        chain()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) / 10000 * 1e6
+    return seconds(chain, repeats) / 10000 * 1e6
 
 
 def machine_line() -> str:

@@ -19,7 +19,7 @@ import argparse
 import sys
 
 import numpy as np
-from krylov_crossover import seconds
+from dispatch import seconds
 from threadpoolctl import threadpool_limits
 
 import tenferro_py as tf

@@ -12,11 +12,10 @@ Usage: python bench/krylov_crossover.py [--sizes 64 256 576 1024 2304] [--repeat
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 
 import numpy as np
+from dispatch import seconds  # bench/dispatch.py, beside this file
 from threadpoolctl import threadpool_limits
 
 from tenferro_py import krylov
@@ -29,16 +28,6 @@ def trg_like(n: int, rng: np.random.Generator) -> np.ndarray:
     q1 = np.linalg.qr(rng.standard_normal((n, n)))[0]
     q2 = np.linalg.qr(rng.standard_normal((n, n)))[0]
     return (q1 * np.exp(-np.arange(n) ** 0.6)) @ q2.T
-
-
-def seconds(run, repeats: int) -> float:
-    """The median wall time of ``repeats`` calls of ``run`` (the krylov harnesses' one timer)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main(argv: list[str]) -> int:

@@ -30,7 +30,7 @@ from threadpoolctl import threadpool_limits
 
 import dispatch
 import trg as harness
-from krylov_crossover import seconds
+from dispatch import seconds
 from tenferro_py import contraction, krylov
 from tenferro_py.models.trg import schedule, value_and_grad
 
@@ -138,8 +138,7 @@ def main(argv: list[str]) -> int:
           "b = value_and_grad (full SVD)", flush=True)
     ok, ratios = True, defaultdict(list)
     with threadpool_limits(1, "blas"):
-        chain = dispatch.numpy_chain(10000, (1,))
-        numpy_call_us = seconds(chain, args.repeats) / 10000 * 1e6
+        numpy_call_us = dispatch.numpy_call_cost(args.repeats)
         floor_contraction = seconds(contraction_floor(args.chi), args.repeats) * full
         matrix = np.random.default_rng(1).standard_normal((args.chi**2, args.chi**2))
         gesdd = seconds(lambda: np.linalg.svd(matrix, full_matrices=False), args.repeats)

@@ -27,6 +27,18 @@ def random(rng, shape, dtype=np.float64):
     return x.astype(dtype)
 
 
+def derivatives(loss, a, w, d):
+    """[the JVP along d, the VJP of w, the JVP of that VJP along d] of ``loss(s, x)`` at x = a, in a
+    fresh runtime: what a truncated method's derivatives are compared on against the full one's."""
+    rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+    x = rt.variable_from(tf.Tensor(a))
+    y = rt.with_eager_session(eng, lambda s: loss(s, x))
+    g = rt.vjp(eng, y, x, rt.variable_from(tf.Tensor(w.astype(a.dtype))))
+    tangent = tf.Tensor(d.astype(a.dtype))
+    return [rt.jvp(eng, y, x, tangent).value().to_numpy(), g.value().to_numpy(),
+            rt.jvp(eng, g, x, tangent).value().to_numpy()]
+
+
 _OUTER_PYTHONPATH = os.environ.get("PYTHONPATH")
 
 

@@ -6,6 +6,7 @@ eigenvalues are small), extreme scales, the zero matrix, and its errors."""
 import numpy as np
 import pytest
 import scipy.linalg
+from conftest import derivatives
 
 import tenferro_py as tf
 from tenferro_py import krylov_eigh
@@ -177,14 +178,7 @@ def test_derivatives_are_the_full_eighs_of_the_same_truncated_loss(rng, krylov_f
     full eigh."""
     a = with_spectrum(rng, separated(200), dtype)
     w, d = rng.standard_normal((200, 200)), rng.standard_normal((200, 200))
-    results = {}
-    for method in ("full", "krylov"):
-        rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
-        x = rt.variable_from(tf.Tensor(a))
-        y = rt.with_eager_session(eng, lambda s: reconstruction(12, method)(s, x))
-        g = rt.vjp(eng, y, x, rt.variable_from(tf.Tensor(w.astype(a.dtype))))
-        results[method] = [rt.jvp(eng, y, x, tf.Tensor(d.astype(a.dtype))).value().to_numpy(), g.value().to_numpy(),
-                           rt.jvp(eng, g, x, tf.Tensor(d.astype(a.dtype))).value().to_numpy()]
+    results = {method: derivatives(reconstruction(12, method), a, w, d) for method in ("full", "krylov")}
     for full, fast in zip(results["full"], results["krylov"]):
         np.testing.assert_allclose(fast, full, rtol=0, atol=1e-10 * np.abs(full).max())
 

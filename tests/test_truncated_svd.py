@@ -4,6 +4,7 @@ complex; against the full SVD's derivative of the same truncated loss, on TRG to
 
 import numpy as np
 import pytest
+from conftest import derivatives
 
 import tenferro_py as tf
 from tenferro_py import krylov
@@ -124,14 +125,7 @@ def test_derivatives_are_the_full_svds_of_the_same_truncated_loss(rng, dtype):
     slicing the full SVD."""
     a = with_spectrum(rng, 200, 170, geometric(170), dtype)
     w, d = rng.standard_normal((200, 170)), rng.standard_normal((200, 170))
-    results = {}
-    for method in ("full", "krylov"):
-        rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
-        x = rt.variable_from(tf.Tensor(a))
-        y = rt.with_eager_session(eng, lambda s: sqrt_reconstruction(12, method)(s, x))
-        g = rt.vjp(eng, y, x, rt.variable_from(tf.Tensor(w.astype(a.dtype))))
-        results[method] = [rt.jvp(eng, y, x, tf.Tensor(d.astype(a.dtype))).value().to_numpy(), g.value().to_numpy(),
-                           rt.jvp(eng, g, x, tf.Tensor(d.astype(a.dtype))).value().to_numpy()]
+    results = {method: derivatives(sqrt_reconstruction(12, method), a, w, d) for method in ("full", "krylov")}
     for full, fast in zip(results["full"], results["krylov"]):
         np.testing.assert_allclose(fast, full, rtol=0, atol=1e-10 * np.abs(full).max())
 

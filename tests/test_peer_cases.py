@@ -354,6 +354,20 @@ def test_einsum_interleaved_form(rng):
     tnp.check_grads(lambda p, q: tnp.einsum(p, [Ellipsis, 0, 1], q, [Ellipsis, 0, 1]), [a, b], **ORDER2)
 
 
+def test_einsum_names_labels_that_are_no_lists_of_ints(rng):
+    """Subscripts that are neither a str nor interleaved labels: the library's error, naming einsum,
+    in a session and outside one (never a TypeError from deep inside the parsing)."""
+    from tenferro_py import InvalidArgument
+
+    x = random(rng, (2, 2))
+    for args in [(3, x, x), (["ij,jk->ik"], x, x), (x, "ij", x, [1, 2]), (x, [0, True]), (x, [0, 1.5]),
+                 (x, [0, 1], x, [1, 2], [0, "k"])]:
+        with pytest.raises(InvalidArgument, match="^einsum: expected subscripts as a str"):
+            tnp.einsum(*args)
+        with pytest.raises(InvalidArgument, match="^einsum: expected subscripts as a str"), tnp.session():
+            tnp.einsum(*args)
+
+
 @pytest.mark.parametrize("op", ["max", "min"])
 def test_complex_max_and_min_are_numpys(rng, op):
     """NumPy orders complex numbers lexicographically (real part, then imaginary); the derivative

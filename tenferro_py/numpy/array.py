@@ -783,6 +783,12 @@ def _interleaved_subscripts(args: tuple) -> tuple[str, tuple]:
     letter (in the labels' order), Ellipsis '...'; without the output list, NumPy's implicit output
     (the labels that appear once, in increasing order, after the broadcast axes)."""
     pairs, output = list(zip(args[0::2], args[1::2])), (args[-1] if len(args) % 2 else None)
+    for labels in [labels for _, labels in pairs] + ([] if output is None else [output]):
+        if not isinstance(labels, (list, tuple, np.ndarray)) or not all(
+                label is Ellipsis or (isinstance(label, (int, np.integer)) and not isinstance(label, bool))
+                for label in labels):
+            raise InvalidArgument("einsum", "subscripts as a str such as 'ij,jk->ik', or NumPy's interleaved "
+                                            "operands and labels (lists of ints and Ellipsis)", repr(labels))
     names = sorted({label for _, labels in pairs for label in labels if label is not Ellipsis})
     letters = [c for c in map(chr, range(65, 0x2FF)) if c.isalpha()]
     if len(names) > len(letters):
@@ -790,8 +796,6 @@ def _interleaved_subscripts(args: tuple) -> tuple[str, tuple]:
     letter = dict(zip(names, letters))
 
     def term(labels: Any) -> str:
-        if isinstance(labels, str):
-            raise InvalidArgument("einsum", "interleaved labels as lists of ints and Ellipsis", repr(labels))
         return "".join("..." if label is Ellipsis else letter[label] for label in labels)
 
     if output is None:

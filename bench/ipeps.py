@@ -46,19 +46,54 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THRE
 # --- the runs, each in its own process ---------------------------------------------------------
 
 
+class CornerEighs:
+    """Counts the calls, and sums the CPU time, of eigendecompositions of n × n matrices (the enlarged
+    corner's, n = χD²) made through the wrapped functions; a call inside another counts once."""
+
+    def __init__(self, n: int):
+        self.n, self.count, self.seconds, self.inside = n, 0, 0.0, False
+
+    def wrap(self, module, name: str) -> None:
+        inner = getattr(module, name)
+
+        def timed(matrix, *args, **kwargs):
+            if self.inside or tuple(matrix.shape) != (self.n, self.n):
+                return inner(matrix, *args, **kwargs)
+            self.inside, start = True, time.process_time()
+            try:
+                return inner(matrix, *args, **kwargs)
+            finally:
+                self.seconds += time.process_time() - start
+                self.count += 1
+                self.inside = False
+
+        setattr(module, name, timed)
+
+    def snapshot(self) -> tuple[int, float]:
+        return self.count, self.seconds
+
+
 def run_ours(bond: int, chi: int, iterations: int, method: str) -> dict:
+    import numpy as np
+
+    from tenferro_py import krylov_eigh
     from tenferro_py.models import ipeps
 
+    eighs = CornerEighs(chi * bond * bond)
+    eighs.wrap(np.linalg, "eigh")
+    eighs.wrap(krylov_eigh, "truncated_eigh")
     model = ipeps.VariationalEnergy(bond, chi, method=method)
-    stamps, energies = [], []
+    stamps, energies, corner = [], [], []
 
     def on_iteration(x, energy, gradient) -> None:
         stamps.append(time.process_time())
         energies.append(energy)
+        corner.append(eighs.snapshot())
 
     start = time.process_time()
     result = ipeps.optimise(model, ipeps.initial_parameters(bond, 0), iterations, on_iteration)
-    return {"start": start, "stamps": stamps, "energies": energies, "evaluations": int(result.nfev)}
+    return {"start": start, "stamps": stamps, "energies": energies, "evaluations": int(result.nfev),
+            "corner": corner}
 
 
 def run_peps_torch(checkout: str, bond: int, chi: int, iterations: int) -> dict:
@@ -72,15 +107,17 @@ def run_peps_torch(checkout: str, bond: int, chi: int, iterations: int) -> dict:
     import torch
 
     torch.set_num_threads(1)
+    eighs = CornerEighs(chi * bond * bond)  # its CTMRG's projectors: torch.linalg.eigh of the enlarged corner
+    eighs.wrap(torch.linalg, "eigh")
     folder = os.path.join(checkout, "examples", "j1j2")
     os.chdir(folder)  # its modules come from PYTHONPATH, which spawn sets to this folder
-    epochs: dict[int, tuple[float, float]] = {}
+    epochs: dict[int, tuple[float, float, tuple[int, float]]] = {}
     plain_print = builtins.print
 
     def stamped(*args, **kwargs) -> None:
         fields = " ".join(str(a) for a in args).split(",")
         if len(fields) > 2 and fields[0].strip().isdigit() and int(fields[0]) not in epochs:
-            epochs[int(fields[0])] = (time.process_time(), float(fields[1]))
+            epochs[int(fields[0])] = (time.process_time(), float(fields[1]), eighs.snapshot())
         plain_print(*args, **kwargs)
 
     builtins.print = stamped
@@ -93,7 +130,8 @@ def run_peps_torch(checkout: str, bond: int, chi: int, iterations: int) -> dict:
     finally:
         builtins.print = plain_print
     done = [epochs[e] for e in sorted(epochs) if 1 <= e <= iterations]
-    return {"start": start, "stamps": [t for t, _ in done], "energies": [e for _, e in done], "evaluations": None}
+    return {"start": start, "stamps": [t for t, _, _ in done], "energies": [e for _, e, _ in done],
+            "evaluations": None, "corner": [c for _, _, c in done]}
 
 
 def run_corner(bond: int, chi: int, iterations: int) -> dict:
@@ -167,6 +205,13 @@ def per_iteration(run: dict) -> tuple[float, float]:
     return steady, stamps[0] - run["start"]
 
 
+def corner_per_iteration(run: dict) -> tuple[float, float]:
+    """(the enlarged corner's eigendecompositions per iteration, their CPU s per iteration), after the first."""
+    (count0, seconds0), (count1, seconds1) = run["corner"][0], run["corner"][-1]
+    done = len(run["corner"]) - 1
+    return ((count1 - count0) / done, (seconds1 - seconds0) / done) if done else (float("nan"), float("nan"))
+
+
 def numpy_call_cost() -> str:
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "dispatch.py"), "--ops", "4000", "--repeats", "3"],
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
@@ -215,9 +260,9 @@ def compare(bond: int, chi: int, iterations: int, rounds: int, torch_dir: str | 
             theirs = kind == "peps-torch"
             runs[kind].append(spawn(["peps-torch", torch_dir, *size] if theirs else ["ours", *size, kind]))
     say(f"## D = {bond}, chi = {chi}, {iterations} iterations, {rounds} interleaved rounds")
-    say(f"{'run':<11} {'s/iter (each round)':<24} {'first s':>8} {'iters':>6} {'evals':>6} {'peak MiB':>9}  "
-        "energy after the last")
-    ok, steady = True, {}
+    say(f"{'run':<11} {'s/iter (each round)':<24} {'first s':>8} {'iters':>6} {'evals':>6} {'peak MiB':>9} "
+        f"{'eighs/iter':>10} {'eigh s/iter':>11}  energy after the last")
+    ok, steady, eigh_share = True, {}, {}
     for kind in kinds:
         good = [r for r in runs[kind] if "error" not in r and len(r["stamps"]) >= 2]  # (it may converge sooner)
         if len(good) < len(runs[kind]):
@@ -229,9 +274,11 @@ def compare(bond: int, chi: int, iterations: int, rounds: int, torch_dir: str | 
         steady[kind] = [per_iteration(r)[0] for r in good]
         first = statistics.median(per_iteration(r)[1] for r in good)
         evals = good[0]["evaluations"]
+        count, seconds = (statistics.median(x) for x in zip(*(corner_per_iteration(r) for r in good)))
+        eigh_share[kind] = seconds
         say(f"{kind:<11} {' '.join(f'{t:.3f}' for t in steady[kind]):<24} {first:8.2f} {len(good[0]['stamps']):>6} "
-            f"{'-' if evals is None else evals:>6} {max(r['maxrss_mib'] for r in good):9.0f}  "
-            f"{good[0]['energies'][-1]:.10f}")
+            f"{'-' if evals is None else evals:>6} {max(r['maxrss_mib'] for r in good):9.0f} {count:10.1f} "
+            f"{seconds:11.3f}  {good[0]['energies'][-1]:.10f}")
     if "full" in steady and "krylov" in steady:
         full, krylov = runs["full"][0]["energies"], runs["krylov"][0]["energies"]
         gap = max(abs(x - y) for x, y in zip(full, krylov)) if len(full) == len(krylov) else float("inf")
@@ -243,6 +290,13 @@ def compare(bond: int, chi: int, iterations: int, rounds: int, torch_dir: str | 
         if kind in steady:
             ratios = " ".join(f"{x / y:.2f}" for x, y in zip(steady[kind], steady["peps-torch"]))
             say(f"{kind}/peps-torch s/iter: {ratios} (per round)")
+    if "full" in steady:  # what no eigh, however fast, can remove: the full run's time outside its corner eighs
+        full = statistics.median(steady["full"])
+        rest = full - eigh_share["full"]
+        bound = f"a corner eigh taking no time at all leaves full's other {rest:.3f} s/iter: krylov/full >= {rest / full:.2f}"
+        if "peps-torch" in steady:
+            bound += f", krylov/peps-torch >= {rest / statistics.median(steady['peps-torch']):.2f}"
+        say(bound)
     return ok
 
 

@@ -113,6 +113,8 @@ def main(argv: list[str]) -> int:
         "ratios, wall [user]: " + figures.ratios(med, [("of", "jf"), ("np", "jf"), ("ovg", "jvg"), ("ovg", "of"),
                                                       ("jvg", "jf")]),
         f"ours, counted: forward {fwd_count}; value_and_grad {vg_count}",
+        f"GEMM floor: forward {figures.gemm_floor(fwd_count, med['jf'][0], 'jf')}; "
+        f"value_and_grad {figures.gemm_floor(vg_count, med['jvg'][0], 'jvg')}",
         f"memory: our value_and_grad's peak {peak / 2**20:.1f} MiB (tracemalloc, inputs excluded); "
         f"XLA's temporaries {xla_temp / 2**20:.1f} MiB",
         f"one value_and_grad: ours {os_ours}; JAX {os_jax}",

@@ -74,6 +74,16 @@ def os_cost(run: Callable[[], object]) -> str:
             f"{after.ru_minflt - before.ru_minflt} page faults")
 
 
+def gemm_floor(count, reference_seconds: float, reference: str) -> str:
+    """The least time BLAS could take for the GEMMs ``count`` (contraction.counting) counted: their flops
+    at this machine's one-thread 1024³ GEMM rate (bench/dispatch.py (iv), the best shape there is),
+    and that time over the reference's: no layout, no fewer copies, can bring ours below it."""
+    rate = dispatch.gemm_rate()
+    floor = count.flops / (rate * 1e9)
+    return (f"{count.flops:.3e} flops at {rate:.0f} GF/s = {floor * 1e3:.1f} ms, "
+            f"{floor / reference_seconds:.3f} x {reference}")
+
+
 def _lscpu_model() -> str:
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout

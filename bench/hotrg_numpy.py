@@ -151,6 +151,7 @@ def compare(chi: int, steps: int, beta: float, repeats: int) -> tuple[list[str],
                                                         ("jvg", "jf")]),
         f"  ours, value_and_grad counted: {count}; peak {peak / 2**20:.0f} MiB (tracemalloc); "
         f"XLA's temporaries {jvg.memory_analysis().temp_size_in_bytes / 2**20:.0f} MiB",
+        f"  GEMM floor of our value_and_grad: {figures.gemm_floor(count, med['jvg'][0], 'jvg')}",
         f"  one value_and_grad: ours {os_ours}; JAX {os_jax}",
         f"  checks: lnZ/N {value:.15f} grad {grad:.15f}; |ours-JAX| value {errors[0]:.1e} grad {errors[1]:.1e}, "
         f"|NumPy-ours| value {errors[2]:.1e} " + ("ok" if ok else "MISMATCH"),

@@ -28,8 +28,10 @@ from numpy import (  # noqa: F401 (NumPy's constants, dtypes and random numbers,
     random,
 )
 
-from . import interop, linalg, scipy  # noqa: F401
-from .array import astype, matmul, ndarray, power, reshape, stop_gradient, transpose  # noqa: F401
+from . import interop, linalg, methods, scipy  # noqa: F401 (methods: sets ndarray's methods, at import)
+from .array import astype, ndarray, power, stop_gradient  # noqa: F401
+from .contractions import matmul  # noqa: F401
+from .shaping import reshape, transpose  # noqa: F401
 from .functions import *  # noqa: F401,F403
 from .functions import __all__ as _functions
 from .transforms import check_grads, grad, hvp, jvp, session, value_and_grad, vjp  # noqa: F401

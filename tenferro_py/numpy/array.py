@@ -1,5 +1,10 @@
-"""The NumPy-style array: a session's tensor with NumPy's operators, broadcasting, dtype
-promotion, row-major reshape and indexing, each written with the session's ops.
+"""The NumPy-style array: a session's tensor with NumPy's arithmetic, broadcasting and dtype
+promotion, and the lifting of NumPy data and Python numbers into the session.
+
+Its methods that reshape, index, reduce and multiply (``x.T``, ``x[key]``, ``x.sum()``, ``x @ y``,
+NumPy's ``__array_ufunc__`` and ``__array_function__``) are written in the modules above this one
+(:mod:`.shaping`, :mod:`.contractions`) and set on the class by :mod:`.methods`, as JAX sets its
+array's methods, so that each module imports only downward.
 
 An :class:`ndarray` holds an :class:`~tenferro_py.EagerTensor` of the session that made it; its
 operators and methods run ops on the session running now in this thread (``current_session``),
@@ -10,19 +15,16 @@ constants; integer and bool data become float64, as everywhere in the library.
 
 from __future__ import annotations
 
-import string
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from ..einsum import numpy_path
 from ..errors import DTypeMismatch, InvalidArgument, SessionEnded, ShapeMismatch
-from ..ops.structural import SliceConfig
 from ..runtime import current_session
 from ..session import EagerSession
 from ..tape import EagerTensor
 from ..tensor import SUPPORTED_DTYPES, Tensor
-from . import interop, updates
+from . import interop
 
 
 def session(op: str) -> EagerSession:
@@ -87,11 +89,6 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
         return self.tensor.dtype
 
     @property
-    def T(self) -> "ndarray":  # noqa: N802
-        """The transpose (axes reversed), as NumPy's ``.T``."""
-        return transpose(self)
-
-    @property
     def real(self) -> "ndarray":
         """The real part, differentiable."""
         return wrap(session("real").real(self.tensor))
@@ -129,27 +126,6 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self.tensor.value().__dlpack_device__()
-
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        """An operator with a NumPy operand on the left (``np_array + x``) is ours; any other ufunc
-        runs on the values (see :func:`interop.numpy_on_values`), naming tnp's for a tracked array."""
-        operator = _OPERATORS.get(ufunc.__name__) if method == "__call__" and not kwargs else None
-        if operator is not None:
-            return operator(*inputs)
-        op = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-        return interop.numpy_on_values(op, getattr(ufunc, method), inputs, kwargs, value_of, is_tracked_array,
-                                       interop.tnp_name(ufunc.__name__, "numpy") if method == "__call__" else None)
-
-    def __array_function__(self, func: Callable[..., Any], types: Any, args: tuple, kwargs: dict) -> Any:
-        """NumPy's functions that call the array's own method (np.sum(x) is x.sum()) do so, as NumPy
-        does for any array-like; others run on the values, naming tnp's for a tracked array."""
-        method = _METHOD_FUNCTIONS.get(func.__name__)
-        if method is not None and args and isinstance(args[0], ndarray):
-            return getattr(args[0], method)(*args[1:], **kwargs)
-        module = getattr(func, "__module__", None) or "numpy"
-        name = f"{'np' + module[len('numpy'):] if module.startswith('numpy') else module}.{func.__name__}"
-        return interop.numpy_on_values(name, func, args, kwargs, value_of, is_tracked_array,
-                                       interop.tnp_name(func.__name__, module))
 
     def item(self) -> Any:
         """The value as a Python number; a tracked array refuses (``TrackedConversion``)."""
@@ -212,12 +188,6 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
     def __rpow__(self, other):
         return power(other, self)
 
-    def __matmul__(self, other):
-        return matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return matmul(other, self)
-
     def __neg__(self):
         return wrap(session("negative").neg(self.tensor))
 
@@ -248,23 +218,7 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
 
     __hash__ = None  # type: ignore[assignment]
 
-    # --- methods as NumPy's ---------------------------------------------------------------
-
-    def reshape(self, *shape, order: str = "C") -> "ndarray":
-        """NumPy's reshape, row-major by default (``order='F'``: column-major)."""
-        return reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
-
-    def ravel(self, order: str = "C") -> "ndarray":
-        """The array flattened, row-major by default."""
-        return reshape(self, (-1,), order=order)
-
-    def flatten(self, order: str = "C") -> "ndarray":
-        """The array flattened, row-major by default (no copy is needed: arrays are immutable)."""
-        return reshape(self, (-1,), order=order)
-
-    def transpose(self, *axes) -> "ndarray":
-        """NumPy's transpose: axes reversed, or permuted as given."""
-        return transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+    # --- methods (those that reshape, index, reduce or multiply: numpy/methods.py) ----------
 
     def conj(self) -> "ndarray":
         """The complex conjugate, differentiable."""
@@ -280,96 +234,9 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
         """The array itself: arrays never change, so a copy is the same array."""
         return self
 
-    def squeeze(self, axis=None) -> "ndarray":
-        """NumPy's squeeze: axes of length 1 removed."""
-        return squeeze(self, axis)
-
-    def dot(self, other) -> "ndarray":
-        """NumPy's dot with other."""
-        return dot(self, other)
-
-    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported) -> "ndarray":
-        """NumPy's sum over axis (None: all); ``initial=`` and ``where=`` are refused."""
-        refuse_options("sum", unsupported)
-        return reduce("sum", self, axis, keepdims, dtype, out)
-
-    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported) -> "ndarray":
-        """NumPy's mean over axis (None: all); ``where=`` is refused."""
-        refuse_options("mean", unsupported)
-        return reduce("mean", self, axis, keepdims, dtype, out)
-
-    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported) -> "ndarray":
-        """NumPy's prod over axis (None: all), exact at zeros; ``initial=`` and ``where=`` are refused."""
-        refuse_options("prod", unsupported)
-        return reduce("prod", self, axis, keepdims, dtype, out)
-
-    def max(self, axis=None, out=None, keepdims=False, **unsupported) -> "ndarray":
-        """NumPy's max over axis; a maximum attained more than once shares the derivative."""
-        refuse_options("max", unsupported)
-        return reduce("max", self, axis, keepdims, None, out)
-
-    def min(self, axis=None, out=None, keepdims=False, **unsupported) -> "ndarray":
-        """NumPy's min over axis; a minimum attained more than once shares the derivative."""
-        refuse_options("min", unsupported)
-        return reduce("min", self, axis, keepdims, None, out)
-
-    def __getitem__(self, key) -> "ndarray":
-        return getitem(self, key)
-
     def __setitem__(self, key, value) -> None:
         raise TypeError("tenferro_py.numpy arrays are immutable (as JAX's): x = x.at[key].set(value) "
                         "(or .add(value)) makes the updated array")
-
-    @property
-    def at(self) -> "IndexUpdates":
-        """JAX's functional updates: ``x.at[key].set(v)``, ``.add(v)``, ``.get()``, each a new array."""
-        return IndexUpdates(self)
-
-
-class IndexUpdates:
-    """``x.at``: indexed by any key ``x[key]`` takes, it gives that key's :class:`IndexUpdate`."""
-
-    __slots__ = ("array",)
-
-    def __init__(self, array: ndarray):
-        self.array = array
-
-    def __getitem__(self, key: Any) -> "IndexUpdate":
-        return IndexUpdate(self.array, key)
-
-
-class IndexUpdate:
-    """``x.at[key]``: a new array with x's entries at NumPy's ``x[key]`` replaced or added to
-    (``values`` broadcast to ``x[key]``'s shape, in x's dtype), differentiable in x and values."""
-
-    __slots__ = ("array", "key")
-
-    def __init__(self, array: ndarray, key: Any):
-        self.array, self.key = array, key
-
-    def get(self) -> ndarray:
-        """x[key], as JAX's ``x.at[key].get()``."""
-        return getitem(self.array, self.key)
-
-    def set(self, values: Any) -> ndarray:
-        """A new array: x with x[key] replaced by values, differentiable in both."""
-        return self._update("at.set", values, updates.set_at)
-
-    def add(self, values: Any) -> ndarray:
-        """A new array: x with values added at x[key] (repeated indices add up), differentiable in both."""
-        return self._update("at.add", values, updates.add_at)
-
-    def _update(self, op: str, values: Any, how: Callable[..., EagerTensor]) -> ndarray:
-        x = self.array
-        s = session(op)
-        key = tuple(value_of(k) for k in self.key) if isinstance(self.key, tuple) else value_of(self.key)
-        where = updates.positions(x.shape, key)
-        if x.dtype.kind != "c" and (isinstance(values, complex) or (not is_weak(values) and
-                                                                     host_dtype(values).kind == "c")):
-            raise DTypeMismatch(op, f"real values for an array of dtype {x.dtype} (a cast would drop the "
-                                    "imaginary part)", "complex values")
-        v = broadcast_to_shape(s, lift(s, stack_nested(values), x.dtype), where.shape)
-        return wrap(how(s, x.tensor, where, v))
 
 
 def wrap(t: EagerTensor) -> ndarray:
@@ -509,218 +376,6 @@ def astype(x: Any, dtype: Any) -> Any:
     return wrap(session("astype").convert(x.tensor, target))
 
 
-# --- shape ----------------------------------------------------------------------------------
-
-
-def normalize_axis(op: str, axis: int, ndim: int) -> int:
-    """axis in [0, ndim), from NumPy's [-ndim, ndim), or an ``InvalidArgument`` naming op."""
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool) or not -ndim <= axis < ndim:
-        raise InvalidArgument(op, f"an axis in [{-ndim}, {ndim})", repr(axis))
-    return int(axis) % ndim
-
-
-def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
-    """The axes (None: all) in [0, ndim), each once, or an ``InvalidArgument`` naming op."""
-    if axis is None:
-        return tuple(range(ndim))
-    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    out = tuple(normalize_axis(op, a, ndim) for a in axes)
-    if len(set(out)) != len(out):
-        raise InvalidArgument(op, "axes without repeats", repr(axis))
-    return out
-
-
-def transpose(x: Any, axes: Any = None) -> Any:
-    """NumPy's transpose: axes reversed, or permuted as given."""
-    if not isinstance(x, ndarray):
-        return np.transpose(x, axes)
-    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(normalize_axis("transpose", a, x.ndim)
-                                                                      for a in axes)
-    if sorted(perm) != list(range(x.ndim)):
-        raise InvalidArgument("transpose", f"a permutation of {x.ndim} axes", repr(axes))
-    return x if perm == tuple(range(x.ndim)) else wrap(session("transpose").transpose(x.tensor, perm))
-
-
-def target_shape(op: str, size: int, shape: Any) -> tuple[int, ...]:
-    """A requested shape with its one −1 resolved, checked against the number of elements."""
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    if sum(1 for d in dims if d == -1) > 1 or any(not isinstance(d, (int, np.integer)) or d < -1 for d in dims):
-        raise InvalidArgument(op, "a shape of non-negative ints, at most one -1", repr(shape))
-    if -1 in dims:
-        known = int(np.prod([d for d in dims if d != -1], dtype=np.int64))
-        if known == 0 or size % known:
-            raise ShapeMismatch(op, f"a shape that {size} elements fill", repr(shape))
-        dims = tuple(size // known if d == -1 else d for d in dims)
-    if int(np.prod(dims, dtype=np.int64)) != size:
-        raise ShapeMismatch(op, f"a shape of {size} elements", repr(shape))
-    return tuple(int(d) for d in dims)
-
-
-def reshape(x: Any, shape: Any, order: str = "C") -> Any:
-    """NumPy's reshape: row-major by default; ``order="F"`` is column-major (the tenferro style's)."""
-    if not isinstance(x, ndarray):
-        return np.reshape(x, shape, order=order)  # type: ignore[call-overload]
-    if order not in ("C", "F"):
-        raise InvalidArgument("reshape", "order 'C' or 'F'", repr(order))
-    dims = target_shape("reshape", x.size, shape)
-    return x if dims == x.shape else wrap(session("reshape").reshape(x.tensor, dims, order))
-
-
-# --- reductions ---------------------------------------------------------------------------------
-
-_REDUCERS = {"sum": "reduce_sum", "mean": "mean", "prod": "reduce_prod", "max": "reduce_max", "min": "reduce_min"}
-
-
-def reduce(op: str, x: Any, axis: Any = None, keepdims: bool = False, dtype: Any = None, out: Any = None) -> Any:
-    """sum, mean, prod, max or min over ``axis`` (None: all; an int or a tuple), NumPy's keepdims.
-    ``dtype`` and ``out`` are NumPy's (which passes them to an array's method); ``out`` must be None."""
-    x = stack_nested(x)
-    if not tracked(x):
-        return getattr(np, op)(x, axis=axis, keepdims=keepdims, dtype=dtype, out=out)
-    if out is not None:
-        raise InvalidArgument(op, "out=None (arrays are immutable)", type(out).__name__)
-    s = session(op)
-    t = lift(s, x, None if dtype is None else np.dtype(dtype))
-    axes = normalize_axes(op, axis, t.ndim)
-    if op in ("max", "min") and t.dtype.kind == "c":
-        return _complex_extremum(op, wrap(t), axes, keepdims)
-    out = getattr(s, _REDUCERS[op])(t, axes)
-    if keepdims:
-        kept = tuple(1 if a in axes else n for a, n in enumerate(t.shape))
-        out = s.reshape(out, kept)  # only size-1 axes are added: the order of elements is unchanged
-    return wrap(out)
-
-
-def _complex_extremum(op: str, x: ndarray, axes: tuple[int, ...], keepdims: bool) -> ndarray:
-    """NumPy's max or min of complex numbers, in its lexicographic order (real part, then imaginary):
-    the entry attained, gathered, so the derivative goes to it (to the first, where it is tied)."""
-    if any(x.shape[a] == 0 for a in axes):
-        raise InvalidArgument(op, "axes of size >= 1 (an empty reduction has no value)",
-                              f"axes {list(axes)} of shape {list(x.shape)}")
-    values = value_of(x)
-    kept = [a for a in range(x.ndim) if a not in axes]
-    out_shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape)) if keepdims else \
-        tuple(x.shape[a] for a in kept)
-
-    def attained(positions: np.ndarray) -> np.ndarray:
-        def flat(a: np.ndarray) -> np.ndarray:
-            return np.transpose(a, kept + list(axes)).reshape(tuple(x.shape[k] for k in kept) + (-1,))
-        index = (np.argmax if op == "max" else np.argmin)(flat(values), axis=-1)
-        return np.take_along_axis(flat(positions), index[..., None], -1).reshape(out_shape)
-
-    return rearranged(op, x, attained)
-
-
-# --- matmul ---------------------------------------------------------------------------------------
-
-
-def matmul(a: Any, b: Any) -> Any:
-    """NumPy's matmul: vectors promoted and demoted, leading axes broadcast."""
-    if not tracked(a, b):
-        return np.matmul(a, b)
-    s = session("matmul")
-    dtype = result_dtype(a, b)
-    x, y = lift(s, a, dtype), lift(s, b, dtype)
-    if x.ndim == 0 or y.ndim == 0:
-        raise InvalidArgument("matmul", "operands of rank >= 1 (use * for scalars)", f"ranks {x.ndim} and {y.ndim}")
-    if x.ndim == 1 and y.ndim == 1:
-        return wrap(s.einsum([x, y], "i,i->"))
-    if x.ndim == 1:
-        return wrap(s.einsum([x, y], "...j,...jk->...k"))
-    if y.ndim == 1:
-        return wrap(s.einsum([x, y], "...ij,j->...i"))
-    batch = broadcast_shapes("matmul", x.shape[:-2], y.shape[:-2])
-    x = broadcast_to_shape(s, x, batch + x.shape[-2:])
-    y = broadcast_to_shape(s, y, batch + y.shape[-2:])
-    return wrap(s.einsum([x, y], "...ij,...jk->...ik"))
-
-
-#: NumPy's functions that NumPy runs as the array's own method (``np.sum(x)`` is ``x.sum()``).
-_METHOD_FUNCTIONS = {"sum": "sum", "mean": "mean", "prod": "prod", "max": "max", "amax": "max", "min": "min",
-                     "amin": "min", "reshape": "reshape", "transpose": "transpose", "squeeze": "squeeze"}
-
-#: The ufuncs of Python's operators: ``np_array + x`` reaches x as ``np.add(np_array, x)``.
-_OPERATORS: dict[str, Callable[..., Any]] = {
-    "add": lambda a, b: binary("add", a, b), "subtract": lambda a, b: binary("sub", a, b),
-    "multiply": lambda a, b: binary("mul", a, b), "divide": lambda a, b: binary("div", a, b),
-    "power": lambda a, b: power(a, b), "matmul": lambda a, b: matmul(a, b),
-}
-
-
-# --- indexing -------------------------------------------------------------------------------------
-
-
-def _basic_key(key: tuple) -> bool:
-    return all(k is None or k is Ellipsis or isinstance(k, slice) or (isinstance(k, (int, np.integer))
-                                                                       and not isinstance(k, bool)) for k in key)
-
-
-def getitem(x: ndarray, key: Any) -> ndarray:
-    """NumPy's indexing: basic (ints, slices with any step, None, Ellipsis) by slices, reverses and
-    reshapes; advanced (int or bool arrays, lists) by a gather of the row-major flattening at the
-    positions NumPy's own indexing picks, so the result is NumPy's in every case."""
-    key = key if isinstance(key, tuple) else (key,)
-    if _basic_key(key):
-        return _basic_index(x, key)
-    return rearranged("getitem", x, lambda p: p[tuple(value_of(k) for k in key)])
-
-
-def rearranged(op: str, x: ndarray, by_positions: Callable[[np.ndarray], np.ndarray]) -> ndarray:
-    """The array NumPy's ``by_positions`` makes of x (an index-only rearrangement, given the array
-    of x's row-major positions), as one gather."""
-    positions = by_positions(np.arange(x.size).reshape(x.shape))
-    s = session(op)
-    flat = reshape(x, (-1,)).tensor
-    return reshape(wrap(s.take(flat, positions.ravel().tolist(), 0)), positions.shape)
-
-
-def _basic_index(x: ndarray, key: tuple) -> ndarray:
-    if sum(1 for k in key if k is Ellipsis) > 1:
-        raise InvalidArgument("getitem", "at most one Ellipsis", repr(key))
-    used = sum(1 for k in key if k is not None and k is not Ellipsis)
-    if used > x.ndim:
-        raise InvalidArgument("getitem", f"at most {x.ndim} indices", f"{used}")
-    if Ellipsis in key:
-        at = key.index(Ellipsis)
-        key = key[:at] + (slice(None),) * (x.ndim - used) + key[at + 1:]
-    else:
-        key = key + (slice(None),) * (x.ndim - used)
-    s = session("getitem")
-    t = x.tensor
-    starts, limits, strides, flips, out_shape = [], [], [], [], []
-    axis = 0
-    for k in key:
-        if k is None:
-            out_shape.append(1)
-            continue
-        n = t.shape[axis]
-        if isinstance(k, slice):
-            start, stop, step = k.indices(n)
-            count = len(range(start, stop, step))
-            if step < 0:  # reversed: the same entries, read from the other end
-                start, step = start + (count - 1) * step, -step
-                flips.append(axis)
-            starts.append(start)
-            limits.append(start + (count - 1) * step + 1 if count else start)
-            strides.append(step)
-            out_shape.append(count)
-        else:
-            if not -n <= k < n:
-                raise InvalidArgument("getitem", f"an index in [{-n}, {n}) on axis {axis}", repr(k))
-            i = int(k) % n
-            starts.append(i)
-            limits.append(i + 1)
-            strides.append(1)
-        axis += 1
-    if (starts, limits) != ([0] * t.ndim, list(t.shape)) or any(st != 1 for st in strides):
-        t = s.slice(t, SliceConfig(starts, limits, strides))
-    if flips:
-        t = s.rev(t, flips)
-    if tuple(out_shape) != t.shape:
-        t = s.reshape(t, tuple(out_shape))  # drops or adds size-1 axes only: order unchanged
-    return wrap(t)
-
-
 def stack_nested(obj: Any) -> Any:
     """np.array of nested lists that hold arrays of the session: stacked along new leading axes."""
     if isinstance(obj, ndarray):
@@ -737,102 +392,3 @@ def stack_nested(obj: Any) -> Any:
             return wrap(s.concatenate([s.reshape(t, (1,) + shape) for t in ts], 0))
         return np.asarray(items)
     return obj
-
-
-
-# --- squeeze and the products built on einsum -----------------------------------------------------
-
-
-def squeeze(a: Any, axis: Any = None) -> Any:
-    """NumPy's squeeze: axes of length 1 removed (those of axis, or all)."""
-    if not tracked(a):
-        return np.squeeze(a, axis)
-    x = as_array("squeeze", a)
-    axes = tuple(i for i, n in enumerate(x.shape) if n == 1) if axis is None else normalize_axes("squeeze", axis,
-                                                                                                   x.ndim)
-    if any(x.shape[i] != 1 for i in axes):
-        raise ShapeMismatch("squeeze", "axes of size 1", str([x.shape[i] for i in axes]))
-    return reshape(x, tuple(n for i, n in enumerate(x.shape) if i not in axes))
-
-
-def einsum(*operands: Any, optimize: Any = None) -> Any:
-    """NumPy's einsum (the operands promoted to one dtype): ``einsum(subscripts, *operands)`` or NumPy's
-    interleaved form ``einsum(x, labels, y, labels, ..., [output])`` (labels: ints and Ellipsis).
-    ``optimize`` as NumPy's (False, True, 'greedy', 'optimal', (strategy, memory limit), or a path
-    from einsum_path; also opt_einsum's other strategies, and path optimisers: opt_einsum's,
-    cotengra's HyperOptimizer and ReusableHyperOptimizer); None: opt_einsum's 'auto' path."""
-    if operands and not isinstance(operands[0], str):
-        subscripts, operands = _interleaved_subscripts(operands)
-    else:
-        subscripts, operands = (operands[0], operands[1:]) if operands else (None, ())
-    if not isinstance(subscripts, str):
-        raise InvalidArgument("einsum", "subscripts as a str such as 'ij,jk->ik', or NumPy's interleaved "
-                                        "operands and labels", repr(subscripts))
-    if not tracked(*operands):
-        if callable(optimize):  # a path optimiser (opt_einsum's, cotengra's): its path, as NumPy takes one
-            optimize = numpy_path(subscripts, [np.shape(x) for x in operands], optimize)
-        return np.einsum(subscripts, *operands, **({} if optimize is None else {"optimize": optimize}))
-    s = session("einsum")
-    dtype = result_dtype(*operands)
-    return wrap(s.einsum([lift(s, stack_nested(x), dtype) for x in operands], subscripts,
-                         "auto" if optimize is None else optimize))
-
-
-def _interleaved_subscripts(args: tuple) -> tuple[str, tuple]:
-    """(subscripts, operands) of NumPy's interleaved einsum(x, [0, 1], y, [1, 2], [0, 2]): each label a
-    letter (in the labels' order), Ellipsis '...'; without the output list, NumPy's implicit output
-    (the labels that appear once, in increasing order, after the broadcast axes)."""
-    pairs, output = list(zip(args[0::2], args[1::2])), (args[-1] if len(args) % 2 else None)
-    for labels in [labels for _, labels in pairs] + ([] if output is None else [output]):
-        if not isinstance(labels, (list, tuple, np.ndarray)) or not all(
-                label is Ellipsis or (isinstance(label, (int, np.integer)) and not isinstance(label, bool))
-                for label in labels):
-            raise InvalidArgument("einsum", "subscripts as a str such as 'ij,jk->ik', or NumPy's interleaved "
-                                            "operands and labels (lists of ints and Ellipsis)", repr(labels))
-    names = sorted({label for _, labels in pairs for label in labels if label is not Ellipsis})
-    letters = [c for c in map(chr, range(65, 0x2FF)) if c.isalpha()]
-    if len(names) > len(letters):
-        raise InvalidArgument("einsum", f"at most {len(letters)} distinct labels", f"{len(names)}")
-    letter = dict(zip(names, letters))
-
-    def term(labels: Any) -> str:
-        return "".join("..." if label is Ellipsis else letter[label] for label in labels)
-
-    if output is None:
-        counts = [label for _, labels in pairs for label in labels if label is not Ellipsis]
-        ellipsis = any(label is Ellipsis for _, labels in pairs for label in labels)
-        output = [Ellipsis] * ellipsis + [label for label in names if counts.count(label) == 1]
-    return ",".join(term(labels) for _, labels in pairs) + "->" + term(output), tuple(x for x, _ in pairs)
-
-
-def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
-    """NumPy's tensordot: the last ``axes`` of a against the first of b, or the listed pairs."""
-    if not tracked(a, b):
-        return np.tensordot(a, b, axes)
-    x, y = as_array("tensordot", a), as_array("tensordot", b)
-    if isinstance(axes, (int, np.integer)):
-        left, right = list(range(x.ndim - int(axes), x.ndim)), list(range(int(axes)))
-    else:
-        left, right = ([int(axes[0])] if isinstance(axes[0], (int, np.integer)) else list(axes[0]),
-                       [int(axes[1])] if isinstance(axes[1], (int, np.integer)) else list(axes[1]))
-    left = [normalize_axis("tensordot", i, x.ndim) for i in left]
-    right = [normalize_axis("tensordot", i, y.ndim) for i in right]
-    if len(left) != len(right):
-        raise InvalidArgument("tensordot", "as many axes of a as of b", f"{len(left)} and {len(right)}")
-    letters = string.ascii_letters[: x.ndim + y.ndim]
-    sub_x, sub_y = list(letters[: x.ndim]), list(letters[x.ndim:])
-    for i, j in zip(left, right):
-        sub_y[j] = sub_x[i]
-    out = [c for k, c in enumerate(sub_x) if k not in left] + [c for k, c in enumerate(sub_y) if k not in right]
-    return einsum(f"{''.join(sub_x)},{''.join(sub_y)}->{''.join(out)}", x, y)
-
-
-def dot(a: Any, b: Any) -> Any:
-    """NumPy's dot: a product with a scalar; else the last axis of a against the second-to-last
-    of b (the only one of a vector)."""
-    if not tracked(a, b):
-        return np.dot(a, b)
-    x, y = as_array("dot", a), as_array("dot", b)
-    if x.ndim == 0 or y.ndim == 0:
-        return binary("mul", x, y)
-    return tensordot(x, y, ([x.ndim - 1], [0 if y.ndim == 1 else y.ndim - 2]))

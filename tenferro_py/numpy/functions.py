@@ -21,30 +21,34 @@ from ..errors import InvalidArgument
 from .array import (
     as_array,
     binary,
-    dot,
-    einsum,
     broadcast_shapes,
     broadcast_to_shape,
     in_session,
     lift,
-    matmul,
     ndarray,
-    normalize_axes,
-    normalize_axis,
     operands,
     power,
-    rearranged,
-    reduce,
-    reshape,
     result_dtype,
     session,
-    squeeze,
     stack_nested,
-    tensordot,
     tracked,
-    transpose,
     value_of,
     wrap,
+)
+from .contractions import (
+    dot,
+    einsum,
+    matmul,
+    reduce,
+    tensordot,
+)
+from .shaping import (
+    normalize_axes,
+    normalize_axis,
+    rearranged,
+    reshape,
+    squeeze,
+    transpose,
 )
 
 __all__ = [

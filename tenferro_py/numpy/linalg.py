@@ -17,7 +17,8 @@ import numpy as np
 from ..errors import InvalidArgument, ShapeMismatch
 from ..linalg.complement import orthogonal_complement
 from . import functions as fn
-from .array import lift, normalize_axes, result_dtype, session, tracked, value_of, wrap
+from .array import lift, result_dtype, session, tracked, value_of, wrap
+from .shaping import normalize_axes
 
 __all__ = ["eig", "eigh", "eigvals", "inv", "norm", "pinv", "qr", "solve", "svd"]
 __all__ += ["cholesky", "det", "eigvalsh", "lstsq", "matrix_power", "slogdet", "svdvals"]

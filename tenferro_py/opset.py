@@ -19,7 +19,9 @@ import numpy.typing as npt
 from . import einsum as _einsum
 from .errors import InvalidArgument, NoSuchOp
 from .linalg.ops import LinalgOps
+from .ops import complex_parts as _cx
 from .ops import elementwise as _ew
+from .ops import extrema as _ex
 from .ops import reductions as _red
 from .ops import structural as _st
 from .ops.structural import SliceConfig
@@ -103,27 +105,27 @@ class OpSet(LinalgOps):
 
     def conj(self, x: Value) -> Value:
         """Complex conjugate (x itself for a real dtype)."""
-        return self.bind(_ew.conj, x)[0]
+        return self.bind(_cx.conj, x)[0]
 
     def real(self, x: Value) -> Value:
         """Real part, of the matching real dtype."""
-        return self.bind(_ew.real, x)[0]
+        return self.bind(_cx.real, x)[0]
 
     def imag(self, x: Value) -> Value:
         """Imaginary part, of the matching real dtype (zeros for a real x)."""
-        return self.bind(_ew.imag, x)[0]
+        return self.bind(_cx.imag, x)[0]
 
     def complex(self, re: Value, im: Value) -> Value:
         """re + i·im from two real tensors of one shape and dtype."""
-        return self.bind(_ew.complex_, re, im)[0]
+        return self.bind(_cx.complex_, re, im)[0]
 
     def abs(self, x: Value) -> Value:
         """|x|, real; its derivative at 0 is taken as 0 (sign(0) = 0)."""
-        return self.bind(_ew.abs_, x)[0]
+        return self.bind(_cx.abs_, x)[0]
 
     def sign(self, x: Value) -> Value:
         """x/|x| (0 at 0); a constant for AD."""
-        return self.bind(_ew.sign, x)[0]
+        return self.bind(_cx.sign, x)[0]
 
     def scale_real(self, x: Value, alpha: float) -> Value:
         """alpha · x for a real number alpha."""
@@ -203,7 +205,7 @@ class OpSet(LinalgOps):
 
     def angle(self, x: Value) -> Value:
         """The argument of x in radians, real (0 or π for a real x); its derivative at 0 is taken as 0."""
-        return self.bind(_ew.angle, x)[0]
+        return self.bind(_cx.angle, x)[0]
 
     def floor(self, x: Value) -> Value:
         """Rounded down, of a real tensor; piecewise constant, so its derivative is zero."""
@@ -242,7 +244,7 @@ class OpSet(LinalgOps):
     def logaddexp(self, a: Value, b: Value) -> Value:
         """log(exp(a) + exp(b)) of two real tensors, without overflow; its derivative is the softmax
         weights (½ each where a and b are one infinity)."""
-        return self.bind(_ew.logaddexp, a, b)[0]
+        return self.bind(_ex.logaddexp, a, b)[0]
 
     def integer_pow(self, x: Value, n: int) -> Value:
         """x**n for an int n (any x; n < 0 as 1/x**|n|)."""
@@ -274,19 +276,19 @@ class OpSet(LinalgOps):
         """x in another supported dtype (x itself when it has it); complex to real is refused."""
         x = self._operand("convert", x)
         target = check_dtype("convert", dtype)
-        return x if target == x.dtype else self.bind(_ew.convert, x, dtype=target)[0]
+        return x if target == x.dtype else self.bind(_cx.convert, x, dtype=target)[0]
 
     def maximum(self, a: Value, b: Value) -> Value:
         """Elementwise max of two real tensors; at a tie each gets half the derivative (as JAX)."""
-        return self.bind(_ew.maximum, a, b)[0]
+        return self.bind(_ex.maximum, a, b)[0]
 
     def minimum(self, a: Value, b: Value) -> Value:
         """Elementwise min of two real tensors; at a tie each gets half the derivative (as JAX)."""
-        return self.bind(_ew.minimum, a, b)[0]
+        return self.bind(_ex.minimum, a, b)[0]
 
     def where(self, cond: Value, x: Value, y: Value) -> Value:
         """x where ``cond`` is nonzero, else y (cond of their shape, any dtype; a constant for AD)."""
-        return self.bind(_ew.select, cond, x, y)[0]
+        return self.bind(_ex.select, cond, x, y)[0]
 
     # --- shape ops ---------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ LAYERS = [
     ["tensor", "engine", "rules"],
     ["tape", "ops.structural"],
     ["ops.elementwise"],
+    ["ops.complex_parts", "ops.extrema"],
     ["ops.reductions"],
     ["batching"],
     ["ops"],

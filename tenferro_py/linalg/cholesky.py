@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LinalgError
-from ..ops.elementwise import cj, lift_real
+from ..ops.complex_parts import lift_real
+from ..ops.elementwise import cj
 from ..tensor import Aval, Tensor
 from .common import RULES, check_finite, check_square, hermitian_part
 from .qr import unit_solve_p

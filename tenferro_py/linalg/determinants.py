@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LinalgError
-from ..ops.elementwise import cj, lift_real, real_dtype, times_i
+from ..ops.complex_parts import lift_real, times_i
+from ..ops.elementwise import cj, real_dtype
 from ..tensor import Aval, Tensor
 from .common import RULES, check_finite, check_square
 from .solve import inv_p

@@ -32,7 +32,8 @@ import scipy.sparse
 import scipy.sparse.csgraph
 
 from ..errors import LinalgError
-from ..ops.elementwise import cj, lift_real, real_dtype
+from ..ops.complex_parts import lift_real
+from ..ops.elementwise import cj, real_dtype
 from ..rules import vjp_from_linear_jvp
 from ..tensor import Aval
 from .common import RULES, check_finite, check_square

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LinalgError
-from ..ops.elementwise import cj, lift_real, real_dtype
+from ..ops.complex_parts import lift_real
+from ..ops.elementwise import cj, real_dtype
 from ..tensor import Aval
 from .common import RULES, check_finite, check_square, eps_of, hermitian_part, on_diagonal
 from .spectral import exact_unit, gap_coefficients, spectrum_scale, times

@@ -21,7 +21,8 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgument, LinalgError, Unsupported
-from ..ops.elementwise import cj, full, full_like, lift_real
+from ..ops.complex_parts import lift_real
+from ..ops.elementwise import cj, full, full_like
 from .common import RULES, hermitian_part
 from .eigh import eigh_p
 from .matrix_functions import apply_on_spectrum, square_abstract

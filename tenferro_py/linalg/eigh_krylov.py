@@ -20,7 +20,8 @@ import numpy as np
 
 from .. import krylov_eigh
 from ..errors import InvalidArgument, LinalgError, ShapeMismatch
-from ..ops.elementwise import cj, lift_real, real_dtype
+from ..ops.complex_parts import lift_real
+from ..ops.elementwise import cj, real_dtype
 from ..rules import vjp_from_linear_jvp
 from ..tensor import Aval, Tensor, is_integer
 from .common import RULES, check_finite, check_square, eps_of, hermitian_part

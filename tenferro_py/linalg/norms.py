@@ -9,7 +9,8 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import InvalidArgument, ShapeMismatch
-from ..ops.elementwise import cj, lift_real, real_dtype
+from ..ops.complex_parts import lift_real
+from ..ops.elementwise import cj, real_dtype
 from ..ops.structural import SliceConfig
 from ..tensor import Aval, is_real_number
 from .common import RULES

@@ -11,7 +11,8 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import ShapeMismatch
-from ..ops.elementwise import cj, lift_real, minus, times_i
+from ..ops.complex_parts import lift_real, times_i
+from ..ops.elementwise import cj, minus
 from ..tensor import Aval, Tensor
 from .common import RULES, check_finite, columns, eps_of, extend, on_diagonal
 from .spectral import exact_unit, lorentzian, scale_or_one, times

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import krylov
-from ..ops.elementwise import full, full_like, lift_real, times_i, zero_mask
+from ..ops.complex_parts import lift_real, times_i
+from ..ops.elementwise import full, full_like, zero_mask
 from ..ops.structural import SliceConfig
 from ..tensor import Tensor
 from .common import RULES, columns

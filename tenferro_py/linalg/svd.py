@@ -23,7 +23,8 @@ import scipy.linalg
 
 from ..composite import composite
 from ..errors import LinalgError, ShapeMismatch
-from ..ops.elementwise import cj, lift_real, real_dtype
+from ..ops.complex_parts import lift_real
+from ..ops.elementwise import cj, real_dtype
 from ..ops.structural import SliceConfig
 from ..structure import Embedded, Product, dense
 from ..tensor import Aval

@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import krylov
 from ..errors import InvalidArgument
-from ..ops.elementwise import cj, lift_real, real_dtype
+from ..ops.complex_parts import lift_real
+from ..ops.elementwise import cj, real_dtype
 from ..rules import vjp_from_linear_jvp
 from ..tensor import Aval
 from .common import RULES, check_finite, eps_of

@@ -7,10 +7,11 @@ einsum and linalg have modules of their own (:mod:`tenferro_py.einsum`,
 
 from .. import batching
 from ..rules import RuleSet
-from . import elementwise, reductions, structural
+from . import complex_parts, elementwise, extrema, reductions, structural
 
 
 def core_rules() -> RuleSet:
     """The rules every context has: elementwise, shape ops, reductions and stacks (a new set on each call)."""
-    return (RuleSet().merge(elementwise.RULES).merge(structural.RULES).merge(reductions.RULES)
+    return (RuleSet().merge(elementwise.RULES).merge(complex_parts.RULES).merge(extrema.RULES)
+            .merge(structural.RULES).merge(reductions.RULES)
             .merge(batching.RULES))

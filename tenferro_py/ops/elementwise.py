@@ -6,6 +6,9 @@ conjugate), so the gradient of a real loss is ∂L/∂Re z + i ∂L/∂Im z. A u
 is multiplication by f'(x); one function ``deriv(s, t, x, y) = f'(x)·t`` gives
 its JVP, and conj(deriv(conj(ȳ))) its VJP (just deriv(ȳ) for real dtypes).
 
+Complex parts, magnitude, phase and dtype conversion are in :mod:`.complex_parts`; maximum,
+minimum, where and logaddexp in :mod:`.extrema`.
+
 The linear ones keep structured values (:mod:`tenferro_py.structure`): neg, scale_real,
 conj, real and imag act on a block inside zeros by acting on the block; a product times
 anything, or divided by anything, is the block times (divided by) the same window of it;
@@ -49,6 +52,11 @@ def matching_avals(op: str):
 def cj(s, x):
     """conj(x) for a complex x; x itself for a real one (or a symbolic zero)."""
     return s.conj(x) if x is not None and x.dtype.kind == "c" else x
+
+
+def real_dtype(dtype: np.dtype) -> np.dtype:
+    """float64 for complex128, float32 for complex64; a real dtype itself."""
+    return np.empty(0, dtype).real.dtype
 
 
 def unary(name: str, impl, deriv, structured=None):
@@ -279,98 +287,6 @@ def _pow_vjp(s, cotangents, primals, outputs, needs):
 pow_ = RULES.define("pow", matching_avals("pow"), lambda x, y: (np.power(x, y),), _pow_jvp, _pow_vjp)
 
 
-# --- maximum, minimum, where ---------------------------------------------------
-
-
-def _real_operands(op: str):
-    """Shape rule of maximum and minimum: equal shapes and dtypes, real (NumPy orders complex
-    numbers lexicographically, which has no derivative)."""
-    matching = matching_avals(op)
-
-    def abstract(a: Aval, b: Aval) -> tuple[Aval]:
-        matching(a, b)
-        if a.dtype.kind == "c":
-            raise DTypeMismatch(op, "real operands (float64 or float32)", str(a.dtype))
-        return (a,)
-
-    return abstract
-
-
-def _shares_abstract(*xs: Aval, axes, largest) -> tuple[Aval, ...]:
-    return xs
-
-
-def _shares_impl(*xs, axes, largest):
-    """Each entry's share in the extremum: of one operand over ``axes``, or of several operands'
-    entries at each position (the operands stacked on a leading axis)."""
-    stacked, over = (xs[0], axes) if len(xs) == 1 else (np.stack(xs), (0,))
-    best = (np.max if largest else np.min)(stacked, axis=over, keepdims=True)
-    hits = np.equal(stacked, best)
-    shares = (hits / np.sum(hits, axis=over, keepdims=True)).astype(stacked.dtype)
-    return (shares,) if len(xs) == 1 else tuple(shares)
-
-
-# The shares of entries in an extremum (max or min, ``largest``), the one tie-splitting op of
-# maximum, minimum, reduce_max and reduce_min: 1 where an entry alone attains it, 1/t where t
-# entries tie (JAX's convention: a tie splits the derivative), 0 elsewhere. A constant for AD.
-extremum_shares = RULES.define(
-    "extremum_shares",
-    _shares_abstract,
-    _shares_impl,
-    jvp=lambda s, t, p, o, axes, largest: tuple(None for _ in p),
-    vjp=lambda s, c, p, o, needs, axes, largest: tuple(None for _ in p),
-)
-
-
-def _extremum_jvp(largest):
-    def jvp(s, tangents, primals, outputs):
-        (da, db), (a, b) = tangents, primals
-        wa, wb = s.bind(extremum_shares, a, b, axes=(), largest=largest)
-        return (s.accumulate(None if da is None else s.mul(da, wa), None if db is None else s.mul(db, wb)),)
-
-    return jvp
-
-
-def _extremum_vjp(largest):
-    def vjp(s, cotangents, primals, outputs, needs):
-        (ct,), (a, b) = cotangents, primals
-        wa, wb = s.bind(extremum_shares, a, b, axes=(), largest=largest)
-        return (s.mul(ct, wa) if needs[0] else None, s.mul(ct, wb) if needs[1] else None)
-
-    return vjp
-
-
-maximum = RULES.define("maximum", _real_operands("maximum"), lambda a, b: (np.maximum(a, b),),
-                       _extremum_jvp(True), _extremum_vjp(True))
-minimum = RULES.define("minimum", _real_operands("minimum"), lambda a, b: (np.minimum(a, b),),
-                       _extremum_jvp(False), _extremum_vjp(False))
-
-
-def _select_abstract(cond: Aval, x: Aval, y: Aval) -> tuple[Aval]:
-    matching_avals("where")(x, y)
-    if cond.shape != x.shape:
-        raise ShapeMismatch("where", f"a condition of the operands' shape {list(x.shape)}", f"{list(cond.shape)}")
-    return (x,)
-
-
-def _select_jvp(s, tangents, primals, outputs):
-    (_, dx, dy), (cond, x, y) = tangents, primals
-    if dx is None and dy is None:
-        return (None,)
-    return (s.where(cond, dx if dx is not None else s.zeros(x.shape, x.dtype),
-                    dy if dy is not None else s.zeros(y.shape, y.dtype)),)
-
-
-def _select_vjp(s, cotangents, primals, outputs, needs):
-    (ct,), (cond, x, _) = cotangents, primals
-    zero = s.zeros(x.shape, x.dtype)
-    return (None, s.where(cond, ct, zero) if needs[1] else None, s.where(cond, zero, ct) if needs[2] else None)
-
-
-# where(cond, x, y): x where cond is nonzero, else y. The condition is a constant for AD.
-select = RULES.define("where", _select_abstract, lambda c, x, y: (np.where(c != 0, x, y),), _select_jvp, _select_vjp)
-
-
 def check_real_scalar(op: str, alpha: object) -> float:
     """A real number (Python or NumPy) as a float, or InvalidArgument."""
     if not is_real_number(alpha):
@@ -385,151 +301,6 @@ scale_real = RULES.define_linear(
     transpose=lambda s, c, p, needs, alpha: (s.scale_real(c[0], alpha),),
     structured=on_blocks(lambda s, x, alpha: s.scale_real(x, alpha),
                          lambda s, x, alpha: Product(s.scale_real(x.left, alpha), x.right)),
-)
-
-
-# --- complex parts ----------------------------------------------------------
-# conj is real-linear (its own transpose); real/imag/abs map complex to real and
-# complex() maps two real tensors to one complex one. For a real x, conj and real
-# are x itself, imag is zero, so they are defined for every dtype.
-
-
-def real_dtype(dtype: np.dtype) -> np.dtype:
-    """float64 for complex128, float32 for complex64; a real dtype itself."""
-    return np.empty(0, dtype).real.dtype
-
-
-def _real_part_aval(x: Aval) -> tuple[Aval]:
-    return (Aval(x.shape, real_dtype(x.dtype)),)
-
-
-def _zeros_like(s, x):
-    return s.zeros(x.shape, x.dtype)
-
-
-conj = RULES.define_linear(
-    "conj",
-    same_aval,
-    lambda x: (np.conj(x),),
-    transpose=lambda s, c, p, needs: (s.conj(c[0]),),
-    structured=on_blocks(lambda s, x: s.conj(x), lambda s, x: Product(s.conj(x.left), s.conj(x.right))),
-)
-
-
-def lift_real(s, re, like):
-    """re (real) as a tensor of ``like``'s dtype: complex (zero imaginary part) when ``like`` is."""
-    return s.complex(re, _zeros_like(s, re)) if like.dtype.kind == "c" else re
-
-
-real = RULES.define_linear(
-    "real",
-    _real_part_aval,
-    lambda x: (np.real(x).copy(),),
-    transpose=lambda s, c, p, needs: (lift_real(s, c[0], p[0]),),
-    structured=on_blocks(lambda s, x: s.real(x)),
-)
-
-
-def times_i(s, x):
-    """i·x for a real x: the complex tensor 0 + i·x."""
-    return s.complex(_zeros_like(s, x), x)
-
-
-def _imag_transpose(s, cotangents, primals, needs):
-    (ct,), (x,) = cotangents, primals
-    if x.dtype.kind != "c":
-        return (None,)
-    return (times_i(s, ct),)
-
-
-imag = RULES.define_linear(
-    "imag",
-    _real_part_aval,
-    lambda x: (np.imag(x).copy(),),
-    transpose=_imag_transpose,
-    structured=on_blocks(lambda s, x: s.imag(x)),
-)
-
-
-def _complex_abstract(re: Aval, im: Aval) -> tuple[Aval]:
-    matching_avals("complex")(re, im)
-    if re.dtype.kind != "f":
-        raise DTypeMismatch("complex", "real parts of a real dtype (float64 or float32)", str(re.dtype))
-    return (Aval(re.shape, np.result_type(re.dtype, np.complex64)),)
-
-
-def _make_complex(re: np.ndarray, im: np.ndarray) -> np.ndarray:
-    out = np.empty(re.shape, np.result_type(re.dtype, np.complex64))
-    out.real, out.imag = re, im
-    return out
-
-
-complex_ = RULES.define_linear(
-    "complex",
-    _complex_abstract,
-    lambda re, im: (_make_complex(re, im),),
-    transpose=lambda s, c, p, needs: (s.real(c[0]) if needs[0] else None, s.imag(c[0]) if needs[1] else None),
-)
-
-# sign(x) = x/|x| (0 at 0): a constant for AD, as tenferro's contract says.
-sign = RULES.define(
-    "sign",
-    same_aval,
-    lambda x: (np.sign(x) if x.dtype.kind != "c" else np.where(x == 0, 0, x / np.where(x == 0, 1, np.abs(x))),),
-    jvp=lambda s, t, p, o: (None,),
-    vjp=lambda s, c, p, o, needs: (None,),
-)
-
-
-def _nonzero(s, y):
-    """|z| where it is nonzero and 1 at z = 0, where z/that is then 0 (sign(0) = 0); unlike |z| + tiny,
-    exact at every nonzero |z|, however small."""
-    return s.where(s.bind(zero_mask, y)[0], full_like(s, y, 1), y)
-
-
-def _abs_jvp(s, tangents, primals, outputs):
-    # real x: sign(x)·t; complex z: Re(conj(z)·dz)/|z|, written so that it differentiates again
-    (t,), (x,), (y,) = tangents, primals, outputs
-    if x.dtype.kind != "c":
-        return (s.mul(s.sign(x), t),)
-    return (s.div(s.real(s.mul(s.conj(x), t)), _nonzero(s, y)),)
-
-
-def _abs_vjp(s, cotangents, primals, outputs, needs):
-    # ȳ·sign(z), with sign(z) = z/|z| for complex z
-    (ct,), (x,), (y,) = cotangents, primals, outputs
-    if x.dtype.kind != "c":
-        return (s.mul(s.sign(x), ct),)
-    return (s.mul(x, lift_real(s, s.div(ct, _nonzero(s, y)), x)),)
-
-
-abs_ = RULES.define("abs", _real_part_aval, lambda x: (np.abs(x),), _abs_jvp, _abs_vjp)
-
-
-# --- dtype conversion -------------------------------------------------------------
-# convert(x, dtype): float32 ↔ float64, complex64 ↔ complex128 and real → complex (the embedding);
-# complex → real is refused (it would drop the imaginary part). The VJP of the embedding takes
-# the real part, its adjoint under Re⟨·,·⟩.
-
-
-def _convert_abstract(x: Aval, dtype) -> tuple[Aval]:
-    if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
-        raise DTypeMismatch("convert", f"a complex dtype for complex input ({x.dtype})", str(np.dtype(dtype)))
-    return (Aval(x.shape, np.dtype(dtype)),)
-
-
-def _convert_transpose(s, cotangents, primals, needs, dtype):
-    (ct,), (x,) = cotangents, primals
-    if ct.dtype.kind == "c" and x.dtype.kind != "c":
-        ct = s.real(ct)
-    return (s.convert(ct, x.dtype),)
-
-
-convert = RULES.define_linear(
-    "convert",
-    _convert_abstract,
-    lambda x, dtype: (x.astype(dtype),),
-    transpose=_convert_transpose,
 )
 
 
@@ -565,68 +336,3 @@ def _constant_for_ad(name: str, impl):
 
 floor = _constant_for_ad("floor", np.floor)
 ceil = _constant_for_ad("ceil", np.ceil)
-
-
-def _unit_phase(s, z):
-    """(z/|z|, |z|) with |z| read as 1 at z = 0, where z/|z| is then 0."""
-    r = _nonzero(s, s.abs(z))
-    return s.div(z, lift_real(s, r, z)), r
-
-
-def _angle_jvp(s, tangents, primals, outputs):
-    # dθ = Im(conj(z) dz)/|z|², formed as Im(conj(z/|z|) dz)/|z| (no square; 0 at z = 0)
-    (t,), (z,) = tangents, primals
-    if z.dtype.kind != "c":
-        return (None,)
-    u, r = _unit_phase(s, z)
-    return (s.div(s.imag(s.mul(s.conj(u), t)), r),)
-
-
-def _angle_vjp(s, cotangents, primals, outputs, needs):
-    # z̄ = θ̄ · i z/|z|²: the adjoint of dz ↦ Im(conj(u) dz)/|z| under Re⟨·,·⟩
-    (ct,), (z,) = cotangents, primals
-    if z.dtype.kind != "c":
-        return (None,)
-    u, r = _unit_phase(s, z)
-    return (s.div(s.mul(times_i(s, ct), u), lift_real(s, r, z)),)
-
-
-# The argument of a complex number, real (0 or π for a real x, whose derivative is zero); at z = 0
-# NumPy's angle is 0 and its derivative is taken as 0, as abs's is.
-angle = RULES.define("angle", _real_part_aval, lambda x: (np.angle(x),), _angle_jvp, _angle_vjp)
-
-
-# 1 where a and b are infinities of one sign (their difference is NaN), else 0: a constant for AD.
-same_infinity = RULES.define(
-    "same_infinity",
-    _real_operands("same_infinity"),
-    lambda a, b: ((np.isinf(a) & (a == b)).astype(a.dtype),),
-    jvp=lambda s, t, p, o: (None,),
-    vjp=lambda s, c, p, o, needs: (None, None),
-)
-
-
-def _logaddexp_weights(s, a, b):
-    """(σ(a − b), σ(b − a)), the softmax weights of a and b, each as exp(−logaddexp(0, other − own)):
-    finite at every pair, ½ each where a and b are one infinity."""
-    tie = s.bind(same_infinity, a, b)[0]
-    zero = _zeros_like(s, a)
-    a, b = s.where(tie, zero, a), s.where(tie, zero, b)
-    return (s.exp(s.neg(s.logaddexp(zero, s.sub(b, a)))), s.exp(s.neg(s.logaddexp(zero, s.sub(a, b)))))
-
-
-def _logaddexp_jvp(s, tangents, primals, outputs):
-    (da, db), (a, b) = tangents, primals
-    wa, wb = _logaddexp_weights(s, a, b)
-    return (s.accumulate(None if da is None else s.mul(da, wa), None if db is None else s.mul(db, wb)),)
-
-
-def _logaddexp_vjp(s, cotangents, primals, outputs, needs):
-    (ct,), (a, b) = cotangents, primals
-    wa, wb = _logaddexp_weights(s, a, b)
-    return (s.mul(ct, wa) if needs[0] else None, s.mul(ct, wb) if needs[1] else None)
-
-
-# log(exp(a) + exp(b)) by NumPy's kernel (max + log1p(exp(−|a − b|)): no overflow, exact at infinities).
-logaddexp = RULES.define("logaddexp", _real_operands("logaddexp"), lambda a, b: (np.logaddexp(a, b),),
-                         _logaddexp_jvp, _logaddexp_vjp)

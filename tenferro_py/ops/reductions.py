@@ -18,7 +18,8 @@ from ..errors import DTypeMismatch, InvalidArgument
 from ..rules import RuleSet
 from ..structure import Embedded, embedded
 from ..tensor import Aval
-from .elementwise import cj, extremum_shares, full, full_like
+from .elementwise import cj, full, full_like
+from .extrema import extremum_shares
 from .structural import SliceConfig
 
 RULES = RuleSet()

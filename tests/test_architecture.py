@@ -41,6 +41,7 @@ LAYERS = [
     ["numpy.contractions"],
     ["numpy.methods"],
     ["numpy.functions", "numpy.transforms"],
+    ["numpy.manipulation"],
     ["numpy.linalg", "numpy.scipy.linalg"],
     ["numpy.scipy"],
     ["numpy.autoray_backend", "numpy.quimb_handler"],

@@ -34,9 +34,11 @@ from .contractions import matmul  # noqa: F401
 from .shaping import reshape, transpose  # noqa: F401
 from .functions import *  # noqa: F401,F403
 from .functions import __all__ as _functions
+from .manipulation import *  # noqa: F401,F403
+from .manipulation import __all__ as _manipulation
 from .transforms import check_grads, grad, hvp, jvp, session, value_and_grad, vjp  # noqa: F401
 
-__all__ = sorted(set(_functions) | {
+__all__ = sorted(set(_functions) | set(_manipulation) | {
     "bool_", "dtype", "int32", "int64",
     "astype", "check_grads", "complex64", "complex128", "e", "float32", "float64", "grad", "hvp", "inf", "jvp", "linalg",
     "matmul", "nan", "ndarray", "newaxis", "pi", "power", "random", "reshape", "scipy", "session", "stop_gradient", "transpose",

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import functions as fn
+from . import manipulation as mp
 from . import linalg
 from .array import as_array, ndarray, tracked
 
@@ -56,7 +57,7 @@ def take(a: Any, indices: Any, axis: Any = None) -> Any:
         return np.take(a, indices, axis)
     x = as_array("take", a)
     if axis is None:
-        return fn.ravel(x)[np.asarray(indices)]
+        return mp.ravel(x)[np.asarray(indices)]
     axis = int(axis) % x.ndim
     return x[(slice(None),) * axis + (np.asarray(indices),)]
 

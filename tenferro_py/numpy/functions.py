@@ -9,15 +9,13 @@ of positions and applied as one gather, so they are NumPy's in every detail.
 
 from __future__ import annotations
 
-import builtins
 import math
 import string
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import InvalidArgument
 from .array import (
     as_array,
     binary,
@@ -28,7 +26,6 @@ from .array import (
     ndarray,
     operands,
     power,
-    result_dtype,
     session,
     stack_nested,
     tracked,
@@ -45,24 +42,20 @@ from .contractions import (
 from .shaping import (
     normalize_axes,
     normalize_axis,
-    rearranged,
     reshape,
     squeeze,
     transpose,
 )
 
 __all__ = [
-    "abs", "absolute", "add", "amax", "amin", "arccos", "arcsin", "arctan", "array", "asarray", "broadcast_to",
-    "angle", "arccosh", "arcsinh", "arctanh", "ceil", "deg2rad", "degrees", "fabs", "floor", "logaddexp", "rad2deg",
-    "radians",
-    "clip", "concatenate", "conj", "conjugate", "cos", "cosh", "cumsum", "diag", "diagonal", "divide", "dot",
-    "einsum", "exp", "exp2", "expand_dims", "expm1", "eye", "flip", "fliplr", "flipud", "full", "hstack", "imag",
-    "inner", "kron", "linspace", "log", "log10", "log1p", "log2", "matmul", "max", "maximum", "mean", "min",
-    "minimum", "moveaxis", "multiply", "negative", "ones", "ones_like", "outer", "power", "prod", "ravel", "real",
-    "reciprocal", "repeat", "reshape", "roll", "rot90", "sign", "sin", "sinh", "sqrt", "square", "squeeze",
-    "stack", "std", "subtract", "sum", "swapaxes", "tan", "tanh", "tensordot", "tile", "trace", "transpose",
-    "tril", "triu", "true_divide", "var", "vstack", "where", "zeros", "zeros_like", "arange", "append", "nan_to_num",
-    "from_dlpack",
+    "abs", "absolute", "add", "amax", "amin", "arccos", "arcsin", "arctan", "array", "asarray", "angle",
+    "arccosh", "arcsinh", "arctanh", "ceil", "deg2rad", "degrees", "fabs", "floor", "logaddexp", "rad2deg",
+    "radians", "clip", "conj", "conjugate", "cos", "cosh", "cumsum", "divide", "dot", "einsum", "exp", "exp2",
+    "expm1", "eye", "full", "imag", "linspace", "log", "log10", "log1p", "log2", "matmul", "max", "maximum",
+    "mean", "min", "minimum", "multiply", "negative", "ones", "ones_like", "power", "prod", "real",
+    "reciprocal", "reshape", "sign", "sin", "sinh", "sqrt", "square", "squeeze", "std", "subtract", "sum",
+    "tan", "tanh", "tensordot", "transpose", "true_divide", "var", "where", "zeros", "zeros_like", "arange",
+    "nan_to_num", "from_dlpack",
 ]
 
 
@@ -254,7 +247,7 @@ def cumsum(a: Any, axis: Any = None) -> Any:
         return np.cumsum(a, axis=axis)
     x = asarray(a)
     if axis is None:
-        x, axis = ravel(x), 0
+        x, axis = reshape(x, (-1,)), 0
     axis = normalize_axis("cumsum", axis, x.ndim)
     n = x.shape[axis]
     lower = np.tril(np.ones((n, n), dtype=x.dtype))
@@ -325,16 +318,6 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True) -> Any
     return add(multiply(asarray(start), 1.0 - fractions), multiply(asarray(stop), fractions))
 
 
-def append(arr: Any, values: Any, axis: Any = None) -> Any:
-    """NumPy's append: both flattened and joined when axis is None."""
-    if not tracked(arr, values):
-        return np.append(arr, values, axis)
-    a, v = asarray(arr), asarray(values)
-    if axis is None:
-        return concatenate([ravel(a), ravel(v)], 0)
-    return concatenate([a, v], axis)
-
-
 def nan_to_num(x: Any, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
     """NumPy's nan_to_num: the replaced entries are constants (zero derivative), the others pass."""
     if not tracked(x):
@@ -356,217 +339,3 @@ def ones_like(a: Any, dtype: Any = None) -> np.ndarray:
 
 def _dtype_of(a: Any) -> np.dtype:
     return a.dtype if isinstance(a, ndarray) else np.asarray(a).dtype
-
-
-# --- shape -------------------------------------------------------------------------------------------
-
-
-def ravel(a: Any) -> Any:
-    """The array flattened, row-major."""
-    return reshape(a, (-1,))
-
-
-def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
-    """NumPy's swapaxes."""
-    if not tracked(a):
-        return np.swapaxes(a, axis1, axis2)
-    x = asarray(a)
-    perm = list(range(x.ndim))
-    i, j = normalize_axis("swapaxes", axis1, x.ndim), normalize_axis("swapaxes", axis2, x.ndim)
-    perm[i], perm[j] = perm[j], perm[i]
-    return transpose(x, perm)
-
-
-def moveaxis(a: Any, source: Any, destination: Any) -> Any:
-    """NumPy's moveaxis: the source axes to the destinations, the others in order."""
-    if not tracked(a):
-        return np.moveaxis(a, source, destination)
-    x = asarray(a)
-    sources = normalize_axes("moveaxis", source, x.ndim)
-    destinations = normalize_axes("moveaxis", destination, x.ndim)
-    if len(sources) != len(destinations):
-        raise InvalidArgument("moveaxis", "as many destinations as sources", f"{len(destinations)} and {len(sources)}")
-    order = [i for i in range(x.ndim) if i not in sources]
-    for dest, src in sorted(zip(destinations, sources)):
-        order.insert(dest, src)
-    return transpose(x, order)
-
-
-def expand_dims(a: Any, axis: Any) -> Any:
-    """NumPy's expand_dims: axes of length 1 inserted."""
-    if not tracked(a):
-        return np.expand_dims(a, axis)
-    x = asarray(a)
-    return reshape(x, np.expand_dims(np.empty(x.shape, dtype=np.bool_), axis).shape)
-
-
-def broadcast_to(a: Any, shape: Any) -> Any:
-    """NumPy's broadcast_to; the derivative sums over the broadcast axes."""
-    if not tracked(a):
-        return np.broadcast_to(a, shape)
-    s = session("broadcast_to")
-    return wrap(broadcast_to_shape(s, lift(s, a), tuple(shape)))
-
-
-def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
-    """NumPy's concatenate along axis, dtypes promoted as NumPy does."""
-    if not tracked(*arrays):
-        return np.concatenate(arrays, axis)
-    s = session("concatenate")
-    dtype = result_dtype(*arrays)
-    ts = [lift(s, a, dtype) for a in arrays]
-    if any(t.ndim == 0 for t in ts):
-        raise InvalidArgument("concatenate", "arrays of rank >= 1", "a 0-d array")
-    return wrap(s.concatenate(ts, normalize_axis("concatenate", axis, ts[0].ndim)))
-
-
-def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
-    """NumPy's stack: the arrays joined along a new axis."""
-    if not tracked(*arrays):
-        return np.stack(arrays, axis)
-    xs = [asarray(a) for a in arrays]
-    axis = normalize_axis("stack", axis, xs[0].ndim + 1)
-    return concatenate([expand_dims(x, axis) for x in xs], axis)
-
-
-def hstack(arrays: Sequence[Any]) -> Any:
-    """NumPy's hstack."""
-    if not tracked(*arrays):
-        return np.hstack(arrays)
-    xs = [asarray(a) for a in arrays]
-    xs = [reshape(x, (1,)) if x.ndim == 0 else x for x in xs]
-    return concatenate(xs, 0 if xs[0].ndim == 1 else 1)
-
-
-def vstack(arrays: Sequence[Any]) -> Any:
-    """NumPy's vstack."""
-    if not tracked(*arrays):
-        return np.vstack(arrays)
-    xs = [asarray(a) for a in arrays]
-    return concatenate([reshape(x, (1, -1)) if x.ndim < 2 else x for x in xs], 0)
-
-
-def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    """NumPy's diagonal (offset, axis1, axis2), as a gather of its positions."""
-    if not tracked(a):
-        return np.diagonal(a, offset, axis1, axis2)
-    return rearranged("diagonal", asarray(a), lambda p: np.diagonal(p, offset, axis1, axis2))
-
-
-def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    """NumPy's trace: the sum of the diagonal."""
-    if not tracked(a):
-        return np.trace(a, offset, axis1, axis2)
-    return sum(diagonal(a, offset, axis1, axis2), -1)
-
-
-def diag(v: Any, k: int = 0) -> Any:
-    """NumPy's diag: the k-th diagonal of a matrix, or the matrix with a vector on it."""
-    if not tracked(v):
-        return np.diag(v, k)
-    x = asarray(v)
-    if x.ndim == 2:
-        return diagonal(x, k)
-    if x.ndim != 1:
-        raise InvalidArgument("diag", "a vector or a matrix", f"shape {list(x.shape)}")
-    n = x.shape[0] + (k if k >= 0 else -k)
-    rows = np.arange(x.shape[0]) + (0 if k >= 0 else -k)
-    cols = rows + k
-    place = np.zeros((x.shape[0], n * n))
-    place[np.arange(x.shape[0]), rows * n + cols] = 1.0
-    return reshape(dot(x, place.astype(x.dtype)), (n, n))
-
-
-def triu(m: Any, k: int = 0) -> Any:
-    """NumPy's triu: the upper triangle from the k-th diagonal, zeros below."""
-    if not tracked(m):
-        return np.triu(m, k)
-    x = asarray(m)
-    return where(np.triu(np.ones(x.shape[-2:]), k), x, 0.0)
-
-
-def tril(m: Any, k: int = 0) -> Any:
-    """NumPy's tril: the lower triangle to the k-th diagonal, zeros above."""
-    if not tracked(m):
-        return np.tril(m, k)
-    x = asarray(m)
-    return where(np.tril(np.ones(x.shape[-2:]), k), x, 0.0)
-
-
-def flip(m: Any, axis: Any = None) -> Any:
-    """NumPy's flip along axis (None: all)."""
-    if not tracked(m):
-        return np.flip(m, axis)
-    x = asarray(m)
-    return wrap(session("flip").rev(x.tensor, normalize_axes("flip", axis, x.ndim)))
-
-
-def flipud(m: Any) -> Any:
-    """NumPy's flipud: flip along axis 0."""
-    return flip(m, 0) if tracked(m) else np.flipud(m)
-
-
-def fliplr(m: Any) -> Any:
-    """NumPy's fliplr: flip along axis 1."""
-    return flip(m, 1) if tracked(m) else np.fliplr(m)
-
-
-def roll(a: Any, shift: Any, axis: Any = None) -> Any:
-    """NumPy's roll, as a gather of the rolled positions."""
-    if not tracked(a):
-        return np.roll(a, shift, axis)
-    return rearranged("roll", asarray(a), lambda p: np.roll(p, shift, axis))
-
-
-def rot90(m: Any, k: int = 1, axes: Any = (0, 1)) -> Any:
-    """NumPy's rot90, as a gather of the rotated positions."""
-    if not tracked(m):
-        return np.rot90(m, k, axes)
-    return rearranged("rot90", asarray(m), lambda p: np.rot90(p, k, axes))
-
-
-def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
-    """NumPy's repeat, as a gather (its derivative sums the repeats)."""
-    if not tracked(a):
-        return np.repeat(a, repeats, axis)
-    return rearranged("repeat", asarray(a), lambda p: np.repeat(p, repeats, axis))
-
-
-def tile(a: Any, reps: Any) -> Any:
-    """NumPy's tile, as a gather (its derivative sums the tiles)."""
-    if not tracked(a):
-        return np.tile(a, reps)
-    return rearranged("tile", asarray(a), lambda p: np.tile(p, reps))
-
-
-# --- products -----------------------------------------------------------------------------------------
-
-
-def inner(a: Any, b: Any) -> Any:
-    """NumPy's inner: the sum over the last axes of a and b."""
-    if not tracked(a, b):
-        return np.inner(a, b)
-    x, y = asarray(a), asarray(b)
-    if x.ndim == 0 or y.ndim == 0:
-        return multiply(x, y)
-    return tensordot(x, y, ([x.ndim - 1], [y.ndim - 1]))
-
-
-def outer(a: Any, b: Any) -> Any:
-    """NumPy's outer of the flattened a and b."""
-    if not tracked(a, b):
-        return np.outer(a, b)
-    return einsum("i,j->ij", ravel(asarray(a)), ravel(asarray(b)))
-
-
-def kron(a: Any, b: Any) -> Any:
-    """NumPy's kron of two matrices."""
-    if not tracked(a, b):
-        return np.kron(a, b)
-    x, y = asarray(a), asarray(b)
-    rank = builtins.max(x.ndim, y.ndim)  # NumPy's: the lower rank padded with leading axes of size 1
-    x, y = reshape(x, (1,) * (rank - x.ndim) + x.shape), reshape(y, (1,) * (rank - y.ndim) + y.shape)
-    left, right = string.ascii_lowercase[:rank], string.ascii_uppercase[:rank]
-    interleaved = "".join(i + j for i, j in zip(left, right))
-    return reshape(einsum(f"{left},{right}->{interleaved}", x, y), tuple(m * n for m, n in zip(x.shape, y.shape)))
-

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import InvalidArgument, ShapeMismatch
 from ..linalg.complement import orthogonal_complement
 from . import functions as fn
+from . import manipulation as mp
 from .array import lift, result_dtype, session, tracked, value_of, wrap
 from .shaping import normalize_axes
 
@@ -59,7 +60,7 @@ def _svd_of_empty(s: Any, x: Any, compute_uv: bool) -> Any:
     if not compute_uv:
         return wrap(sv)
     batch, (m, n) = x.shape[:-2], x.shape[-2:]
-    u, vt = (fn.broadcast_to(np.eye(size, dtype=x.dtype), batch + (size, size)) for size in (m, n))
+    u, vt = (mp.broadcast_to(np.eye(size, dtype=x.dtype), batch + (size, size)) for size in (m, n))
     return u, wrap(sv), vt
 
 
@@ -140,7 +141,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     elif len(axes) == 2 and not (axis is None and ord is None):
         out = _matrix_norm(a, ord, axes)
     elif ord is None:  # the Frobenius norm over every axis
-        out = _vector_norm(fn.ravel(a), None, 0)
+        out = _vector_norm(mp.ravel(a), None, 0)
     else:
         raise InvalidArgument("norm", "one or two axes (a vector or a matrix norm)", repr(axis))
     if keepdims:
@@ -194,7 +195,7 @@ def _p_norm(magnitude: Any, p: float, axis: int) -> Any:
 
 def _matrix_norm(a: Any, ord: Any, axes: tuple[int, int]) -> Any:
     """NumPy's matrix norm of order ``ord`` of each matrix (rows along axes[0], columns along axes[1])."""
-    y = fn.moveaxis(a, axes, (-2, -1))
+    y = mp.moveaxis(a, axes, (-2, -1))
     if y.ndim == 2:
         s = session("norm")
         return wrap(s.norm(y.tensor, ord))
@@ -243,7 +244,7 @@ def cholesky(a: Any, /, *, upper: bool = False) -> Any:
         return np.linalg.cholesky(a, upper=upper)
     s = session("cholesky")
     low = wrap(s.cholesky(_from_triangle("cholesky", s, lift(s, a), not upper)))
-    return fn.conj(fn.swapaxes(low, -1, -2)) if upper else low
+    return fn.conj(mp.swapaxes(low, -1, -2)) if upper else low
 
 
 def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)

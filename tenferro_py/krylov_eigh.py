@@ -18,6 +18,8 @@ y_j = r(λ_j − h) g_j with r(δ) = δ/(δ² + η²), η = ε·|λ₁| (docs/de
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import LinalgError
@@ -66,40 +68,85 @@ def largest_magnitude_order(w: np.ndarray) -> np.ndarray:
 
 
 def _krylov(h: np.ndarray, k: int, tol: float) -> tuple | None:
-    """(w, V) of the Ritz pairs by |w| descending and how many leading ones converged, or None."""
+    """(w, V) of the Ritz pairs by |w| descending and how many leading ones converged, or None.
+
+    The basis Q grows by blocks, each h times the newest one orthonormalised against all before it,
+    so h Q = Q G + F with F nonzero only in the newest block's columns (F = its part outside Q).
+    A Ritz pair (θ, Q y) of G then has the residual F y: ‖F_new y_new‖, from the newest rows of y
+    alone. The iteration watches these and computes the true residuals ‖h v − θ v‖ once they pass,
+    where rounding in h's products, which the estimate does not see, decides."""
     n = h.shape[0]
     b = block_size(k, n)
     budget = min(n, max(8 * k, k + 12 * b))  # more than the SVD's: it iterates on h, not on h²
     start = np.random.default_rng(_SEED).standard_normal((n, b))
     if h.dtype.kind == "c":
         start = start + 1j * np.random.default_rng(_SEED + 1).standard_normal((n, b))
-    basis = orthonormal_columns(start.astype(h.dtype), None)
-    image = h @ basis
-    gram = basis.conj().T @ image
+    room = budget + b
+    basis, image = np.empty((n, room), h.dtype), np.empty((n, room), h.dtype)
+    gram = np.empty((room, room), h.dtype)
+    block, m = orthonormal_columns(start.astype(h.dtype), None), 0
+    limit = tol * rounding(h.dtype)
+    check_at, last_check = k + 1, None
     while True:
-        ritz, coefficients = np.linalg.eigh((gram + gram.conj().T) * 0.5)
-        order = largest_magnitude_order(ritz)
-        watched = order[: k + 2 * b]  # the kept and the next ones deflation may take
-        values, coefficients = ritz[watched], coefficients[:, watched]
-        vectors = basis @ coefficients
-        residual = np.linalg.norm(image @ coefficients - vectors * values, axis=0)
-        top = abs(values[0])
-        converged = residual <= tol * rounding(h.dtype) * top if top > 0 else np.ones(len(values), bool)
-        count = int(np.argmin(converged)) if not converged.all() else len(values)
-        following = abs(ritz[order[count]]) if count < len(order) else 0.0  # the first Ritz value not counted
-        if count >= k and following <= DEFLATE_BELOW * abs(values[k - 1]):
-            return values, vectors, count
-        if basis.shape[1] + b > budget:
+        basis[:, m:m + b], image[:, m:m + b] = block, h @ block
+        gram[:m, m:m + b] = basis[:, :m].conj().T @ image[:, m:m + b]
+        gram[m:m + b, :m] = gram[:m, m:m + b].conj().T
+        gram[m:m + b, m:m + b] = block.conj().T @ image[:, m:m + b]
+        m += b
+        q, newest = basis[:, :m], image[:, m - b:m]
+        fresh = newest - q @ (q.conj().T @ newest)
+        if m >= check_at or (m > k and m + b > budget):
+            found, excess = _ritz_pairs(h, q, image[:, :m], gram[:m, :m], fresh, k, b, limit)
+            if found is not None:
+                return found
+            check_at = m + _columns_to_next_check(last_check, (m, excess), b)
+            last_check = (m, excess)
+        if m + b > budget:
             return None
-        fresh = image[:, -b:] - basis @ (basis.conj().T @ image[:, -b:])
-        if np.linalg.norm(fresh) <= INVARIANT * rounding(h.dtype) * np.linalg.norm(image[:, -b:]):
+        if np.linalg.norm(fresh) <= INVARIANT * rounding(h.dtype) * np.linalg.norm(newest):
             return None  # a numerically invariant subspace without the pairs wanted (h of rank below k)
-        block = orthonormal_columns(fresh, basis)
-        new_image = h @ block
-        column = basis.conj().T @ new_image
-        corner = block.conj().T @ new_image
-        gram = np.block([[gram, column], [column.conj().T, corner]])
-        basis, image = np.hstack([basis, block]), np.hstack([image, new_image])
+        block = orthonormal_columns(fresh, q)
+
+
+def _ritz_pairs(h: np.ndarray, q: np.ndarray, image: np.ndarray, gram: np.ndarray, fresh: np.ndarray, k: int,
+                b: int, limit: float) -> tuple[tuple | None, float]:
+    """(found, excess): found, the Ritz pairs of span(q) by |w| descending (the kept and the next
+    ones deflation may take) and how many leading ones converged, if k of them did and the first
+    one that did not lies below DEFLATE_BELOW·|w_k|, else None; judged on the estimated residuals
+    first, then on the true ones. excess: the largest estimated residual among the pairs that must
+    converge (|w| ≥ DEFLATE_BELOW·|w_k|), over the tolerance."""
+    ritz, coefficients = np.linalg.eigh((gram + gram.conj().T) * 0.5)
+    order = largest_magnitude_order(ritz)
+    watched = order[: k + 2 * b]
+    values, coefficients = ritz[watched], coefficients[:, watched]
+    top = abs(values[0])
+
+    def enough(residual: np.ndarray) -> int | None:
+        converged = residual <= limit * top if top > 0 else np.ones(len(residual), bool)
+        count = int(np.argmin(converged)) if not converged.all() else len(residual)
+        following = abs(ritz[order[count]]) if count < len(order) else 0.0  # the first Ritz value not counted
+        return count if count >= k and following <= DEFLATE_BELOW * abs(values[k - 1]) else None
+
+    estimate = np.linalg.norm(fresh @ coefficients[-b:], axis=0)
+    needed = np.abs(values) >= DEFLATE_BELOW * abs(values[k - 1])
+    excess = float(np.max(estimate[needed])) / (limit * top) if top > 0 else 0.0
+    if enough(estimate) is None:
+        return None, excess
+    vectors = q @ coefficients
+    count = enough(np.linalg.norm(image @ coefficients - vectors * values, axis=0))
+    return (None if count is None else (values, vectors, count)), excess
+
+
+def _columns_to_next_check(last: tuple[int, float] | None, now: tuple[int, float], b: int) -> int:
+    """How many columns the basis of m grows before the next Rayleigh–Ritz step: a multiple of b, at
+    least b, at most m/2, and at most half of those that the residuals' geometric decay since the
+    last check says are still needed. The Rayleigh–Ritz step (an eigh of the m × m projection) costs
+    more than a block's products once m is a few times k, so on slowly falling spectra checking
+    every block would dominate; the decay seen early is faster than later's, hence the halves."""
+    if last is None or not 0 < now[1] < last[1] or now[1] <= 1:
+        return b
+    per_column = math.log(last[1] / now[1]) / (now[0] - last[0])
+    return b * max(1, min(int(0.5 * math.log(now[1]) / per_column / b), now[0] // (2 * b)))
 
 
 def _refined(h: np.ndarray, k: int, values: np.ndarray, vectors: np.ndarray, count: int) -> tuple | None:

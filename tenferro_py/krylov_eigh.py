@@ -77,7 +77,7 @@ def _krylov(h: np.ndarray, k: int, tol: float) -> tuple | None:
     where rounding in h's products, which the estimate does not see, decides."""
     n = h.shape[0]
     b = block_size(k, n)
-    budget = min(n, max(8 * k, k + 12 * b))  # more than the SVD's: it iterates on h, not on h²
+    budget = min(n, max(10 * k, k + 12 * b))  # more than the SVD's: it iterates on h, not on h²
     start = np.random.default_rng(_SEED).standard_normal((n, b))
     if h.dtype.kind == "c":
         start = start + 1j * np.random.default_rng(_SEED + 1).standard_normal((n, b))

@@ -49,8 +49,10 @@ def random_parameters(bond: int, size: float, seed: int) -> np.ndarray:
 
 def test_auto_takes_the_krylov_eigh_where_the_measured_crossover_says_it_pays():
     assert ctmrg.eigh_method(64, 17) == "full"  # D = 2, χ = 16
-    assert ctmrg.eigh_method(1024, 65) == "full"  # D = 4, χ = 64: k/n above the crossover
-    assert ctmrg.eigh_method(1296, 37) == "full"  # D = 6, χ = 36: n below the crossover
+    assert ctmrg.eigh_method(512, 33) == "full"  # D = 4, χ = 32: n below the crossover
+    assert ctmrg.eigh_method(1024, 65) == "krylov"  # D = 4, χ = 64
+    assert ctmrg.eigh_method(1024, 100) == "full"  # k/n above the crossover
+    assert ctmrg.eigh_method(1296, 37) == "krylov"  # D = 6, χ = 36
     assert ctmrg.eigh_method(2500, 101) == "krylov"  # D = 5, χ = 100
     assert ctmrg.eigh_method(2500, 101, differentiating=True) == "full"  # the explicit derivative
     assert ctmrg.eigh_method(8, 8, "krylov") == "full"  # nothing to truncate

@@ -29,15 +29,14 @@ linear solves stall. They weigh nothing: a state of C at 1e-5 has weight 1e-20 i
 matrix C⁴ (Ising at β = 0.6, χ = 20: the 10 states above 1e-5 give lnZ/N, u and c within 2e-14 of Onsager's)."""
 EIGH_METHODS = ("auto", "full", "krylov")
 """How the step finds the enlarged corner's leading eigenpairs (``eigh_method``)."""
-KRYLOV_FROM = 2048
-KRYLOV_UP_TO = 0.045
+KRYLOV_FROM = 768
+KRYLOV_UP_TO = 0.065
 """"auto" takes the truncated eigh for the χ + 1 leading pairs of n × n corners from n = KRYLOV_FROM on
-while (χ + 1)/n ≤ KRYLOV_UP_TO. Its time over LAPACK's full eigh on converged iPEPS corners
-(bench/ipeps.py --corners; bench/results/2026-12-01-ipeps.txt): 1.1–1.5 at (χ + 1)/n ≈ 0.063
-(D = 4, n = 512–1600), 1.07 and 0.88 at 0.041 (D = 5, n = 800, 1250), 1.71 at 0.029 (D = 6, n = 1296),
-and from n = 2048 on 0.48 (D = 5, χ = 100) and 1.36 (D = 6, χ = 72, a spectrum nearly degenerate at
-the cut). These spectra fall off slowly at the cut, and the Krylov iteration needs more blocks than
-on bench/eigh_krylov_crossover.py's (where it wins to k/n ≈ 0.08)."""
+while (χ + 1)/n ≤ KRYLOV_UP_TO. Its time over LAPACK's full eigh on iPEPS corners
+(bench/ipeps.py --corners; bench/results/2026-12-01T2152-ipeps-corners.md): 0.71–0.86 at (χ + 1)/n ≈ 0.063
+(D = 4, n = 1024 and 1600), 0.86 and 0.61 at 0.041 (D = 5, n = 800 and 1250), 0.54 at 0.029 (D = 6,
+n = 1296), and 0.33 and 0.31 from n = 2500 on (D = 5, χ = 100; D = 6, χ = 72), spectra that fall off
+slowly at the cut (|w_χ+1/w_χ| up to 0.998); 0.91 at n = 512 (D = 4, χ = 32), too close to call."""
 
 
 def kept_count(magnitudes: np.ndarray, chi: int, multiplet_gap: float = MULTIPLET_GAP) -> int:

@@ -95,21 +95,20 @@ def _krylov(h: np.ndarray, k: int, tol: float) -> tuple | None:
         m += b
         q, newest = basis[:, :m], image[:, m - b:m]
         fresh = newest - q @ (q.conj().T @ newest)
-        if m >= check_at or (m > k and m + b > budget):
-            found, excess = _ritz_pairs(h, q, image[:, :m], gram[:m, :m], fresh, k, b, limit)
+        last = m + b > budget or np.linalg.norm(fresh) <= INVARIANT * rounding(h.dtype) * np.linalg.norm(newest)
+        if m >= check_at or (m > k and last):
+            found, excess = _ritz_pairs(q, image[:, :m], gram[:m, :m], fresh, k, b, limit)
             if found is not None:
                 return found
             check_at = m + _columns_to_next_check(last_check, (m, excess), b)
             last_check = (m, excess)
-        if m + b > budget:
-            return None
-        if np.linalg.norm(fresh) <= INVARIANT * rounding(h.dtype) * np.linalg.norm(newest):
-            return None  # a numerically invariant subspace without the pairs wanted (h of rank below k)
+        if last:  # the budget spent, or a numerically invariant subspace without the pairs wanted (h of
+            return None  # rank below k)
         block = orthonormal_columns(fresh, q)
 
 
-def _ritz_pairs(h: np.ndarray, q: np.ndarray, image: np.ndarray, gram: np.ndarray, fresh: np.ndarray, k: int,
-                b: int, limit: float) -> tuple[tuple | None, float]:
+def _ritz_pairs(q: np.ndarray, image: np.ndarray, gram: np.ndarray, fresh: np.ndarray, k: int, b: int,
+                limit: float) -> tuple[tuple | None, float]:
     """(found, excess): found, the Ritz pairs of span(q) by |w| descending (the kept and the next
     ones deflation may take) and how many leading ones converged, if k of them did and the first
     one that did not lies below DEFLATE_BELOW·|w_k|, else None; judged on the estimated residuals

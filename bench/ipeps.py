@@ -18,9 +18,10 @@ them bounds what any eigh could reach.
 leading pairs (the forward of a CTMRG step; min of 3): the crossover behind corner_cut.KRYLOV_FROM and
 corner_cut.KRYLOV_UP_TO (tenferro_py.models).
 
-Beside the ratios it prints bench/dispatch.py's NumPy call cost (this machine's speed at small
-ops), and writes everything, with the date, the machine (lscpu, NumPy's BLAS), the commit and the
-command, to --out (default bench/results/<date>T<time>-ipeps.md, the name bench/record.py gives).
+Beside the ratios it prints bench/dispatch.py's machine line (the NumPy call cost and the GEMM
+rate: this machine's speed at small and large calls), and writes everything, with the date, the
+machine (lscpu, NumPy's BLAS), the commit and the command, to --out (default
+bench/results/<date>T<time>-ipeps.md, the name bench/record.py gives).
 
 Usage: python bench/ipeps.py [--sizes 2:16:10 3:32:5 4:64:3] [--rounds 2] [--methods krylov auto]
                              [--peps-torch DIR] [--corners 4:64:3 6:36] [--out FILE]
@@ -214,14 +215,6 @@ def corner_per_iteration(run: dict) -> tuple[float, float]:
     return ((count1 - count0) / done, (seconds1 - seconds0) / done) if done else (float("nan"), float("nan"))
 
 
-def numpy_call_cost() -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "dispatch.py"), "--ops", "4000", "--repeats", "3"],
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
-    line = next((x for x in done.stdout.splitlines() if x.startswith("(iii) NumPy loop")), None)
-    gemm = next((x[5:] for x in done.stdout.splitlines() if x.startswith("(iv) ")), "")
-    return f"{float(line.split()[3]):.2f} us/op; {gemm}" if line else "not measured (" + done.stderr.strip()[-80:] + ")"
-
-
 def machine() -> str:
     import numpy as np
     from threadpoolctl import threadpool_info
@@ -336,7 +329,9 @@ def main(argv: list[str]) -> int:
     torch_dir = args.peps_torch if args.peps_torch and Path(args.peps_torch, "examples", "j1j2").is_dir() else None
     if args.peps_torch and torch_dir is None:
         say(f"# peps-torch: no checkout at {args.peps_torch!r}; skipped")
-    say(f"# NumPy call cost (bench/dispatch.py, (iii)): {numpy_call_cost()}")
+    import dispatch  # bench/dispatch.py, beside this file; here, not at the top: the children need none of it
+
+    say(f"# {dispatch.machine_line()}")
     ok = all([compare(bond, chi, iterations, args.rounds, torch_dir, args.methods, say)
               for bond, chi, iterations in args.sizes])
     if args.corners:

@@ -61,3 +61,10 @@ class SessionEnded(TenferroError, ValueError):
 
 class LinalgError(TenferroError, ArithmeticError):
     """LAPACK did not converge, or was given inf or NaN."""
+
+
+class DegenerateDerivativeWarning(UserWarning):
+    """A derivative at repeated or zero singular values (or eigenvalues) that the rule could not
+    determine from what it sees: the message names the op, the values, and how to get the exact
+    derivative instead (docs/spectral.md#degenerate). ``warnings.simplefilter("error",
+    DegenerateDerivativeWarning)`` makes it an error."""

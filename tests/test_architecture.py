@@ -43,7 +43,7 @@ LAYERS = [
     ["numpy.functions", "numpy.transforms"],
     ["numpy.manipulation"],
     ["numpy.linalg", "numpy.scipy.linalg"],
-    ["numpy.scipy"],
+    ["numpy.scipy", "numpy.quimb_splits"],
     ["numpy.autoray_backend", "numpy.quimb_handler"],
     ["numpy"],
     ["models.cli", "models.onsager"],

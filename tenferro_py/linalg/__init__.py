@@ -33,6 +33,7 @@ from .solve import inv_p, solve_p  # noqa: F401
 from .spectral import (  # noqa: F401
     exact_unit, gap_coefficients, lorentzian, power_of_two_p, scale_or_one, spectrum_scale, times,
 )
+from .split import split_p  # noqa: F401
 from .svd import svd_p, svd_pullback_p, svd_tangent_p  # noqa: F401
 from .svd_truncated import complement_solve_p, deflation_width, svd_krylov_p  # noqa: F401
 

@@ -27,6 +27,7 @@ from .matrix_functions import inv_sqrtm_p, logm_p, sqrtm_p
 from .pinv import pinv_p, pinv_rtol
 from .qr import qr_p
 from .solve import inv_p, solve_p
+from .split import ABSORB, split_p
 from .svd import svd_p
 from .svd_truncated import svd_krylov_p
 
@@ -115,6 +116,35 @@ class LinalgOps:
         1/r_jj relative to max |r_jj| (so they stay finite at a zero pivot)."""
         q, r = self._factorisation("qr", qr_p, x, derivative_eps, square=False)
         return q, r
+
+    def split(self, x: Value, k: Any = None, absorb: str = "both", derivative_eps: float | None = None,
+              values: bool = False) -> tuple:
+        """The factors (l, r) of x's rank-k truncation U_k S_k V_kᴴ by the SVD: l = U_k S_k,
+        r = V_kᴴ (``absorb="left"``), U_k √S_k and √S_k V_kᴴ ("both"), or U_k and S_k V_kᴴ ("right").
+
+        For factors that the network contracts back together (a bond of an MPS or PEPS, quimb's
+        tensor_split): the derivatives are exact at repeated and zero kept values too, wherever
+        the loss depends on l and r only through l·r (docs/spectral.md#degenerate). ``k``: an
+        int in [0, min(m, n)] (None: all), or a function of the singular values (a NumPy array,
+        descending) that returns it. ``values=True`` returns (l, r, s), s all min(m, n) singular
+        values, differentiable (as svd's).
+        """
+        x = self._operand("split", x)
+        if absorb not in ABSORB:
+            raise InvalidArgument("split", f"absorb one of {sorted(ABSORB)}", repr(absorb))
+        if x.ndim != 2:
+            raise ShapeMismatch("split", "a matrix (rank 2)", f"shape {list(x.shape)}")
+        if derivative_eps is not None:
+            derivative_eps = check_derivative_eps("split", derivative_eps)
+        u, sv, vt = self.bind(svd_p, x, derivative_eps=derivative_eps)
+        kk = sv.shape[0]
+        if callable(k):
+            k = k(sv.value().to_numpy())
+        k = kk if k is None else k
+        if not is_integer(k) or isinstance(k, bool) or not 0 <= k <= kk:
+            raise InvalidArgument("split", f"k: an int in [0, {kk}] for a {x.shape[0]} × {x.shape[1]} matrix", repr(k))
+        left, right = self.bind(split_p, x, u, sv, vt, k=int(k), absorb=absorb, derivative_eps=derivative_eps)
+        return (left, right, sv) if values else (left, right)
 
     def _factorisation(self, op: str, prim: Any, x: object, derivative_eps: float | None, square: bool) -> tuple:
         """``prim`` (svd, eigh or qr) on a matrix or on each of a stack, its ε checked."""

@@ -135,7 +135,7 @@ svd_tangent_p = RULES.define("svd_tangent", _tangent_abstract,
                              **composite(_svd_tangent, _tangent_cost, shape_determined=True))
 
 
-def _svd_jvp(s, tangents, primals, outputs, derivative_eps):
+def svd_jvp(s, tangents, primals, outputs, derivative_eps):
     """dU, dS, dVᴴ by :func:`_svd_tangent`, one kernel. Where U (or Vᴴ) is square, dU = U·J
     (dVᴴ = J'·Vᴴ) is returned as a :class:`Product`, so that thin products with it never form
     the K × K product."""
@@ -149,7 +149,7 @@ def _svd_jvp(s, tangents, primals, outputs, derivative_eps):
 def _svd_pullback(s, u, sv, vt, *blocks, eps, parts):
     """Ā for the SVD's cotangents, given as their blocks before index kk (zero beyond):
     Ū[:, :kk], S̄[:kk] and V̄ᴴ[:kk, :], those of ``parts`` = (has Ū, has S̄, has V̄ᴴ) present (Ū or
-    V̄ᴴ among them: S̄ alone couples nothing, :func:`_svd_vjp`).
+    V̄ᴴ among them: S̄ alone couples nothing, :func:`svd_vjp`).
 
     The transpose of the JVP under Re⟨·,·⟩: Ā = U M Vᴴ (+ rectangular terms) with
     M = diag(S̄) + F⁻∘AH(P + Q) + F⁺∘AH(P − Q) (+ i Im(diag P)/s for complex A), P = UᴴŪ,
@@ -219,7 +219,7 @@ svd_pullback_p = RULES.define("svd_pullback", _pullback_abstract,
                               **composite(_svd_pullback, _pullback_cost, shape_determined=True))
 
 
-def _svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
+def svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
     """Ā by :func:`_svd_pullback`, one kernel, on the leading blocks of the cotangents: those a slice
     leaves zero beyond index k are cut to k, so the work is O(m n k), not O(m n K). S̄ alone gives
     the product U_k diag(S̄) V_kᴴ, two ops that need no kernel of their own."""
@@ -239,7 +239,7 @@ svd_p = RULES.define(
     "svd",
     _svd_abstract,
     _svd_impl,
-    _svd_jvp,
-    _svd_vjp,
+    svd_jvp,
+    svd_vjp,
     cost=lambda in_avals, out_avals, params: 10.0 * math.prod(in_avals[0].shape) * out_avals[1].shape[0],
 )

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import functions as fn
 from . import manipulation as mp
-from . import linalg
+from . import linalg, quimb_splits
 from .array import as_array, ndarray, tracked
 
 #: The backend's name: autoray's functions for tnp arrays are looked up in this module.
@@ -96,3 +96,4 @@ def register() -> None:
     from autoray.autoray import register_dispatch  # not among autoray's top-level names
 
     register_dispatch("where", where_backend, raw_signature=False)
+    quimb_splits.register(autoray, BACKEND)

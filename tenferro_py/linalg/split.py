@@ -1,0 +1,314 @@
+"""split: the factors l = U_k S_k^a and r = S_k^(1−a) V_kᴴ of x's rank-k truncation
+P_k(x) = U_k S_k V_kᴴ (absorb "left": a = 1, "both": a = ½, "right": a = 0), for networks that
+contract them back together, as quimb's ``tensor_split`` and every MPS compression do.
+
+Such a loss sees l and r only through l·r, so it is invariant under every invertible gauge on the
+bond (l → lG, r → G⁻¹r), and its derivative is that of P_k, which exists at repeated and zero
+kept values where U and V have none. The rules are the SVD's, composed with the absorption, plus
+a repair that restores what the SVD's broadened coefficients drop there: the part of the kept
+block and of the complements that splits a repeated value or moves a zero one. The repair is put
+on the bond as a gauge direction (it changes l and r, and l·r exactly as P_k does), so it is
+exact for every gauge-invariant loss, zero along directions that keep the spectrum's
+degeneracies, and the VJP stays the JVP's transpose. Where the loss is not gauge-invariant, or
+the cut falls inside a multiplet, or the factors vanish (exact zeros kept in a √), the
+derivative does not exist or is not in the cotangents: a DegenerateDerivativeWarning says so.
+Derivation and tests: docs/spectral.md#degenerate.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..errors import DegenerateDerivativeWarning, ShapeMismatch
+from ..ops.complex_parts import lift_real
+from ..ops.elementwise import cj, full, real_dtype
+from ..ops.structural import SliceConfig
+from ..structure import dense
+from ..tensor import Aval, Tensor
+from .common import RULES, columns, eps_of, extend
+from .spectral import exact_unit, gap_coefficients, spectrum_scale, times
+from .svd import svd_jvp, svd_vjp
+
+#: The power a of the singular values that the left factor takes, by quimb's names of ``absorb``.
+ABSORB = {"left": 1.0, "both": 0.5, "right": 0.0}
+#: Values closer than this, relative to s₁ and times ε, get the repair (the broadened coefficients
+#: are exact to relative (ε s₁/σ)², so beyond it the repair would change nothing).
+REPAIR_REACH = 1e6
+#: Values closer than this, relative to s₁ and times ε, are repeated (LAPACK's equal values differ
+#: by rounding, ~1e-15 s₁; the broadened 1/δ is near zero there).
+REPEATED = 10.0
+#: Relative size of lᴴl̄ − r̄rᴴ (the cotangents' response to a gauge on the bond) below which the
+#: loss counts as gauge-invariant.
+GAUGE_INVARIANT = 1e-8
+
+
+def _power(x, a):
+    return x if a == 1.0 else (np.sqrt(x) if a == 0.5 else np.ones_like(x))
+
+
+def _split_abstract(x: Aval, u: Aval, sv: Aval, vt: Aval, *, k, absorb, derivative_eps) -> tuple[Aval, Aval]:
+    m, n = x.shape
+    if u.shape != (m, min(m, n)) or vt.shape != (min(m, n), n) or sv.shape != (min(m, n),):
+        raise ShapeMismatch("split", f"x's thin SVD factors for a {m} × {n} matrix",
+                            f"{list(u.shape)}, {list(sv.shape)}, {list(vt.shape)}")
+    return Aval((m, k), x.dtype), Aval((k, n), x.dtype)
+
+
+def _split_impl(x, u, sv, vt, *, k, absorb, derivative_eps):
+    a, s = ABSORB[absorb], sv[:k]
+    return (u[:, :k] * _power(s, a).astype(x.dtype), _power(s, 1.0 - a).astype(x.dtype)[:, None] * vt[:k])
+
+
+class _Spectrum:
+    """What the rules need to know of the kept values, read off their data: whether the repair is
+    needed, the repeated and zero values to name in a warning, and the repair's weights (exact
+    powers of the values; 0 where a factor vanishes, whose directions are then lost)."""
+
+    def __init__(self, sv, k, a, eps):
+        values = np.asarray(sv.value().to_numpy(), dtype=float)
+        top = values[0] if values.size else 0.0
+        kept = values[:k]
+        gaps = np.abs(kept[:, None] - kept[None, :]) + np.eye(k) * top
+        reach, tie = REPAIR_REACH * eps * top, REPEATED * eps * top
+        self.active = bool(k and (gaps.min(initial=np.inf) <= reach or kept.min() <= reach))
+        self.ties = (gaps <= tie).astype(float)  # pairs i ≠ j of repeated values (zero ones too)
+        self.repeated = sorted({float(v) for i, v in enumerate(kept) if (gaps[i] <= tie).any() and v > tie})
+        self.zeros = bool(k) and bool(kept.min() <= tie)
+        self.cut = k < values.size and k > 0 and values[k - 1] - values[k] <= tie
+        self.cut_values = (float(values[k - 1]), float(values[k])) if self.cut else None
+        positive = kept > 0
+        with np.errstate(divide="ignore"):
+            inverse_left = np.where(positive, _power(np.where(positive, kept, 1.0), 1.0 - a) ** -1.0, 0.0)
+            inverse_right = np.where(positive, _power(np.where(positive, kept, 1.0), a) ** -1.0, 0.0)
+        take_left = (kept[None, :] ** (1.0 - a) >= kept[:, None] ** a) if a == 0.5 else np.full((k, k), a == 1.0)
+        self.weight_left = np.where(take_left, inverse_left[None, :], 0.0)  # ML ∘ s_j^(a−1)
+        self.weight_right = np.where(take_left, 0.0, inverse_right[:, None])  # MR ∘ s_i^(−a)
+        self.inverse_left, self.inverse_right = inverse_left, inverse_right
+        self.lost_block = bool(((self.weight_left == 0) & (self.weight_right == 0)).any())
+
+    def lost(self, m, n, kk):
+        """Whether some direction of P_k's tangent space cannot be put on factors that vanish."""
+        return self.lost_block or (m > kk and (self.inverse_left == 0).any()) or (
+            n > kk and (self.inverse_right == 0).any())
+
+
+def _warn(what: str) -> None:
+    warnings.warn(f"split: {what} (docs/spectral.md#degenerate)", DegenerateDerivativeWarning, stacklevel=3)
+
+
+def _cut_warning(spec: _Spectrum) -> None:
+    if spec.cut:
+        _warn(f"the cut at k falls inside a multiplet ({spec.cut_values[0]:.6g} kept, {spec.cut_values[1]:.6g} "
+              "discarded): P_k has no derivative there; cut at a gap")
+
+
+def _scaled(s, x, vec, axis):
+    """x with its rows (axis 0) or columns (axis 1) multiplied by the real vector vec."""
+    return s.mul(x, s.broadcast_in_dim(lift_real(s, vec, x), x.shape, [axis]))
+
+
+def _constant(s, array, like):
+    """A real constant of ``like``'s precision."""
+    return s.constant_from(Tensor.adopt(np.asarray(array, dtype=real_dtype(like.dtype))))
+
+
+class _Factors:
+    """The kept triplets in session ops, and the powers of their values that l and r carry."""
+
+    def __init__(self, s, u, sv, vt, k, a, eps):
+        self.u, self.vt, self.k, self.a = u, vt, k, a
+        self.uk, self.vtk, svk = columns(s, u, k, 1), columns(s, vt, k, 0), columns(s, sv, k, 0)
+        inverse = gap_coefficients(s, sv, eps, k, sums=False)[2]  # the broadened 1/s, exact where s ≫ ε s₁
+        one = lambda: full(s, (k,), svk.dtype, 1)  # noqa: E731
+        root = s.sqrt(svk) if a == 0.5 else None
+        self.left_power = svk if a == 1.0 else (root if a == 0.5 else one())  # s^a
+        self.right_power = one() if a == 1.0 else (root if a == 0.5 else svk)  # s^(1−a)
+        # d(s^a)/ds and d(s^(1−a))/ds, as s^p · p/s with the broadened 1/s (finite at s = 0)
+        self.left_slope = one() if a == 1.0 else (None if a == 0.0 else s.scale_real(s.mul(root, inverse), 0.5))
+        self.right_slope = one() if a == 0.0 else (None if a == 1.0 else s.scale_real(s.mul(root, inverse), 0.5))
+
+
+def _standard_jvp(s, f: _Factors, dx, x, sv, eps):
+    """(dl, dr) by the SVD's JVP and the product rule: exact where the kept values are separated."""
+    du, ds, dvt = svd_jvp(s, (dx,), (x,), (f.u, sv, f.vt), eps)
+    du, ds, dvt = (columns(s, dense(s, t), f.k, ax) for t, ax in ((du, 1), (ds, 0), (dvt, 0)))
+    dl = _scaled(s, du, f.left_power, 1)
+    if f.left_slope is not None:
+        dl = s.add(dl, _scaled(s, f.uk, s.mul(f.left_slope, ds), 1))
+    dr = _scaled(s, dvt, f.right_power, 0)
+    if f.right_slope is not None:
+        dr = s.add(dr, _scaled(s, f.vtk, s.mul(f.right_slope, ds), 0))
+    return dl, dr
+
+
+def _standard_vjp(s, f: _Factors, lb, rb, x, sv, eps):
+    """x̄ by the product rule and the SVD's VJP: exact where the kept values are separated."""
+    ub = _scaled(s, lb, f.left_power, 1)
+    vb = _scaled(s, rb, f.right_power, 0)
+    sb = None
+    if f.left_slope is not None:
+        sb = s.mul(f.left_slope, s.real(s.einsum([cj(s, f.uk), lb], "aj,aj->j")))
+    if f.right_slope is not None:
+        sb = s.accumulate(sb, s.mul(f.right_slope, s.real(s.einsum([cj(s, f.vtk), rb], "jb,jb->j"))))
+    kk = f.u.shape[1]
+    cts = (extend(s, ub, kk, 1), extend(s, sb, kk, 0), extend(s, vb, kk, 0))
+    return svd_vjp(s, cts, (x,), (f.u, sv, f.vt), (True,), eps)[0]
+
+
+def _outside_left(s, f: _Factors, y):
+    """(I − UUᴴ) y, U all K thin left vectors."""
+    return s.sub(y, s.einsum([f.u, s.einsum([cj(s, f.u), y], "ai,aj->ij")], "ai,ij->aj"))
+
+
+def _outside_right(s, f: _Factors, z):
+    """z (I − VVᴴ)."""
+    return s.sub(z, s.einsum([s.einsum([z, cj(s, f.vt)], "ib,jb->ij"), f.vt], "ij,jb->ib"))
+
+
+def _split_jvp(s, tangents, primals, outputs, *, k, absorb, derivative_eps):
+    """(dl, dr): the standard JVP, plus where the kept values repeat or vanish the repair
+    Lift(E(dx) − E(dl r + l dr)), E the kept block and the complements of P_k's tangent."""
+    dx = tangents[0]
+    x, u, sv, vt = primals
+    if dx is None:
+        return None, None
+    a, eps = ABSORB[absorb], eps_of(s, derivative_eps)
+    spec = _Spectrum(sv, k, a, eps)
+    _cut_warning(spec)
+    f = _Factors(s, u, sv, vt, k, a, eps)
+    dx = dense(s, dx)
+    if not spec.active:
+        return _standard_jvp(s, f, dx, x, sv, eps)
+    (m, n), kk = x.shape, u.shape[1]
+    block = s.einsum([cj(s, f.uk), dx, cj(s, f.vtk)], "ai,ab,jb->ij")  # U_kᴴ dx V_k
+    # Between repeated values the SVD's broadened 1/δ would turn this block into large rotations of the
+    # factors, which cancel in l·r only to rounding: the standard part does without it, and the repair
+    # puts it on the bond instead.
+    ties = _constant(s, spec.ties, x)
+    untied = s.sub(dx, s.einsum([f.uk, s.mul(lift_real(s, ties, block), block), f.vtk], "ai,ij,jb->ab"))
+    dl, dr = _standard_jvp(s, f, untied, x, sv, eps)
+    achieved = s.add(_scaled(s, s.einsum([cj(s, f.uk), dl], "ai,aj->ij"), f.right_power, 1),
+                     _scaled(s, s.einsum([dr, cj(s, f.vtk)], "ib,jb->ij"), f.left_power, 0))
+    defect = s.sub(block, achieved)
+    weights = [_constant(s, w, x) for w in (spec.weight_left, spec.weight_right)]
+    dl = s.add(dl, s.einsum([f.uk, s.mul(lift_real(s, weights[0], defect), defect)], "ai,ij->aj"))
+    dr = s.add(dr, s.einsum([s.mul(lift_real(s, weights[1], defect), defect), f.vtk], "ij,jb->ib"))
+    if m > kk:
+        rest = _outside_left(s, f, s.sub(s.einsum([dx, cj(s, f.vtk)], "ab,jb->aj"), _scaled(s, dl, f.right_power, 1)))
+        dl = s.add(dl, _scaled(s, rest, _constant(s, spec.inverse_left, x), 1))
+    if n > kk:
+        rest = _outside_right(s, f, s.sub(s.einsum([cj(s, f.uk), dx], "ai,ab->ib"), _scaled(s, dr, f.left_power, 0)))
+        dr = s.add(dr, _scaled(s, rest, _constant(s, spec.inverse_right, x), 0))
+    if spec.lost(m, n, kk):
+        _warn("factors that vanish at exact zero singular values were kept: the directions that move them have no "
+              "tangent on l and r; drop the zeros (a cutoff above 0) or absorb them into one side")
+    return dl, dr
+
+
+def _gauge_response(l, r, lb, rb) -> float:
+    """‖lᴴl̄ − r̄rᴴ‖ relative to its two terms: 0 for a loss invariant under a gauge on the bond."""
+    lv, rv, lbv, rbv = (np.asarray(t.value().to_numpy()) for t in (l, r, lb, rb))
+    first, second = lv.conj().T @ lbv, rbv @ rv.conj().T
+    return float(np.linalg.norm(first - second) / max(np.linalg.norm(first) + np.linalg.norm(second), 1e-300))
+
+
+def _split_vjp(s, cotangents, primals, outputs, needs, *, k, absorb, derivative_eps):
+    """x̄: the standard VJP, plus where the kept values repeat or vanish the repair's transpose:
+    x̄ = VJP_std(l̄ − G̃rᴴ, r̄ − lᴴG̃) + G̃, with G̃ the part of l·r's cotangent that the factors
+    carry (exactly the loss's gradient in P_k's tangent, for a gauge-invariant loss)."""
+    x, u, sv, vt = primals
+    lb, rb = (None if c is None else dense(s, c) for c in cotangents)
+    if lb is None and rb is None:
+        return (None, None, None, None)
+    a, eps = ABSORB[absorb], eps_of(s, derivative_eps)
+    (m, n), kk = x.shape, u.shape[1]
+    lb = s.zeros((m, k), x.dtype) if lb is None else lb
+    rb = s.zeros((k, n), x.dtype) if rb is None else rb
+    spec = _Spectrum(sv, k, a, eps)
+    _cut_warning(spec)
+    f = _Factors(s, u, sv, vt, k, a, eps)
+    if not spec.active:
+        return (_standard_vjp(s, f, lb, rb, x, sv, eps), None, None, None)
+    invariant = _gauge_response(*outputs, lb, rb) <= GAUGE_INVARIANT
+    if (spec.repeated or spec.zeros) and not invariant:
+        named = ", ".join(f"{v:.6g}" for v in spec.repeated[:6]) or "0"
+        _warn(f"the loss is not invariant under a gauge on the bond, and meets repeated or zero singular values "
+              f"({named}): it has no derivative along directions that split them, and gets the one along directions "
+              "that keep them; make the loss depend on l and r only through l·r, or use svd")
+    elif spec.lost(m, n, kk):
+        _warn("factors that vanish at exact zero singular values were kept: the gradient's part along the directions "
+              "that move them is not in the cotangents; drop the zeros (a cutoff above 0) or absorb them into one side")
+    weights = [_constant(s, w, x) for w in (spec.weight_left, spec.weight_right)]
+    from_left = s.einsum([cj(s, f.uk), lb], "ai,aj->ij")
+    from_right = s.einsum([rb, cj(s, f.vtk)], "ib,jb->ij")
+    p = s.add(s.mul(lift_real(s, weights[0], from_left), from_left),
+              s.mul(lift_real(s, weights[1], from_right), from_right))
+    left_full = s.einsum([f.uk, p], "ai,ij->aj")  # U_k P + (I − UUᴴ) L
+    if m > kk:
+        left_full = s.add(left_full, _outside_left(s, f, _scaled(s, lb, _constant(s, spec.inverse_left, x), 1)))
+    right_outside = None  # R (I − VVᴴ)
+    if n > kk:
+        right_outside = _outside_right(s, f, _scaled(s, rb, _constant(s, spec.inverse_right, x), 0))
+    right_full = s.einsum([p, f.vtk], "ij,jb->ib")
+    right_full = right_full if right_outside is None else s.add(right_full, right_outside)
+    if invariant:  # Ā = G̃ + the couplings of kept and discarded values, from the same cotangents
+        if k < kk:
+            left_couple, right_couple = _discarded_coupling(s, f, sv, eps, lb, rb, spec, x)
+            left_full = s.add(left_full, left_couple)
+            right_outside = s.accumulate(right_outside, right_couple)
+        return (_product(s, f, left_full, right_outside), None, None, None)
+    left_rest = s.sub(lb, _scaled(s, left_full, f.right_power, 1))
+    right_rest = s.sub(rb, _scaled(s, right_full, f.left_power, 0))
+    # The rest's kept block between repeated values is undetermined (the warning above): the SVD's
+    # broadened 1/δ would magnify its rounding, so it is dropped there.
+    drop = _constant(s, spec.ties, x)
+    in_left = s.einsum([cj(s, f.uk), left_rest], "ai,aj->ij")
+    left_rest = s.sub(left_rest, s.einsum([f.uk, s.mul(lift_real(s, drop, in_left), in_left)], "ai,ij->aj"))
+    in_right = s.einsum([right_rest, cj(s, f.vtk)], "ib,jb->ij")
+    right_rest = s.sub(right_rest, s.einsum([s.mul(lift_real(s, drop, in_right), in_right), f.vtk], "ij,jb->ib"))
+    rest = _standard_vjp(s, f, left_rest, right_rest, x, sv, eps)
+    return (s.add(rest, _product(s, f, left_full, right_outside)), None, None, None)
+
+
+def _product(s, f: _Factors, left_full, right_outside):
+    """left_full V_kᴴ + U_k right_outside, as one product."""
+    if right_outside is None:
+        return s.einsum([left_full, f.vtk], "aj,jb->ab")
+    return s.einsum([s.concatenate([left_full, f.uk], 1), s.concatenate([f.vtk, right_outside], 0)], "ai,ib->ab")
+
+
+def _discarded_coupling(s, f: _Factors, sv, eps, lb, rb, spec, x):
+    """(U_d M_dk, M_kd V_dᴴ): how P_k turns kept into discarded directions, for a gauge-invariant
+    loss's cotangents: M_dk = (s_j² Q + s_i s_j Q̃ᴴ)/(s_j² − s_i²), M_kd likewise with Q and Q̃ swapped,
+    Q = U_dᴴ G V_k and Q̃ = U_kᴴ G V_d read off l̄ and r̄ (i discarded, j kept; finite at a gap)."""
+    kk, k = f.u.shape[1], f.k
+    unit, reciprocal = exact_unit(s, spectrum_scale(s, sv))
+    ratio = times(s, sv, reciprocal)  # s / c, c the power of two nearest s₁
+    minus, plus, _ = gap_coefficients(s, ratio, eps, k)
+    inverse_difference = s.slice(s.mul(minus, plus), SliceConfig([k, 0], [kk, k]))  # 1/(x_j² − x_i²): d × k
+    kept, dropped = columns(s, ratio, k, 0), s.slice(ratio, SliceConfig([k], [kk]))
+    outer = lambda a, b: s.mul(s.broadcast_in_dim(a, (kk - k, k), [0]), s.broadcast_in_dim(b, (kk - k, k), [1]))  # noqa: E731
+    same = s.mul(outer(full(s, (kk - k,), kept.dtype, 1), s.mul(kept, kept)), inverse_difference)
+    cross = s.mul(outer(dropped, kept), inverse_difference)
+    ud = s.slice(f.u, SliceConfig([0, k], [f.u.shape[0], kk]))
+    vtd = s.slice(f.vt, SliceConfig([k, 0], [kk, f.vt.shape[1]]))
+    q = _scaled(s, s.einsum([cj(s, ud), lb], "ai,aj->ij"), _constant(s, spec.inverse_left, x), 1)  # d × k
+    q_t = _scaled(s, s.einsum([rb, cj(s, vtd)], "ib,jb->ij"), _constant(s, spec.inverse_right, x), 0)  # k × d
+    q_t_h = s.transpose(cj(s, q_t), (1, 0))
+    m_dk = s.add(s.mul(lift_real(s, same, q), q), s.mul(lift_real(s, cross, q), q_t_h))
+    same_t, cross_t = s.transpose(same, (1, 0)), s.transpose(cross, (1, 0))
+    m_kd = s.add(s.mul(lift_real(s, same_t, q_t), q_t), s.mul(lift_real(s, cross_t, q_t), s.transpose(cj(s, q), (1, 0))))
+    return s.einsum([ud, m_dk], "ai,ij->aj"), s.einsum([m_kd, vtd], "ji,ib->jb")
+
+
+split_p = RULES.define(
+    "split",
+    _split_abstract,
+    _split_impl,
+    _split_jvp,
+    _split_vjp,
+    cost=lambda in_avals, out_avals, params: float(sum(np.prod(a.shape) for a in out_avals)),
+    dense_only=True,
+)

@@ -4,6 +4,7 @@ from . import einsum, linalg, staged
 from . import kernel_sessions  # noqa: F401  (hands composites their kernel sessions, before any kernel runs)
 from .engine import CpuEngine, Pool, PoolBuilder
 from .errors import (
+    DegenerateDerivativeWarning,
     DTypeMismatch,
     InvalidArgument,
     LinalgError,
@@ -31,6 +32,7 @@ __all__ = [
     "AdContextBuilder",
     "CpuEngine",
     "DTypeMismatch",
+    "DegenerateDerivativeWarning",
     "EagerRuntime",
     "EagerSession",
     "EagerTensor",

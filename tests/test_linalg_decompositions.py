@@ -14,6 +14,10 @@ import tenferro_py.numpy as tnp
 from tenferro_py.errors import InvalidArgument, LinalgError, ShapeMismatch
 from tenferro_py.testing import check_grads
 
+# These tests characterise the rules along directions that split repeated values and at cuts
+# inside multiplets, where the rules warn; tests/test_split.py tests the warnings themselves.
+pytestmark = pytest.mark.filterwarnings("ignore::tenferro_py.DegenerateDerivativeWarning")
+
 
 def random(rng, shape, complex_=False):
     x = rng.standard_normal(shape)

@@ -11,6 +11,10 @@ from tenferro_py import SliceConfig
 from tenferro_py.linalg import eigh_p
 from tenferro_py.testing import check_grads
 
+# These tests characterise the rules along directions that split repeated values and at cuts
+# inside multiplets, where the rules warn; tests/test_split.py tests the warnings themselves.
+pytestmark = pytest.mark.filterwarnings("ignore::tenferro_py.DegenerateDerivativeWarning")
+
 SIZES = [2, 3, 5]
 
 

@@ -25,6 +25,10 @@ import tenferro_py as tf
 from tenferro_py import SliceConfig
 from tenferro_py.testing import check_grads
 
+# These tests characterise the rules along directions that split repeated values and at cuts
+# inside multiplets, where the rules warn; tests/test_split.py tests the warnings themselves.
+pytestmark = pytest.mark.filterwarnings("ignore::tenferro_py.DegenerateDerivativeWarning")
+
 TOL = 1e-9  # values closer than TOL·s₁ count as equal; zero below TOL·s₁
 
 

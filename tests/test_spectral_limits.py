@@ -11,6 +11,10 @@ import tenferro_py.numpy as tnp
 from tenferro_py import krylov
 from tenferro_py.testing import check_grads
 
+# These tests characterise the rules along directions that split repeated values and at cuts
+# inside multiplets, where the rules warn; tests/test_split.py tests the warnings themselves.
+pytestmark = pytest.mark.filterwarnings("ignore::tenferro_py.DegenerateDerivativeWarning")
+
 
 def factors(rng, m, n, values):
     """(A, Q₁, Q₂) with A = Q₁ diag(values) Q₂ᵀ (values padded with zeros), Q₁, Q₂ orthogonal."""

@@ -10,6 +10,10 @@ import tenferro_py as tf
 from tenferro_py import SliceConfig
 from tenferro_py.testing import check_grads
 
+# These tests characterise the rules along directions that split repeated values and at cuts
+# inside multiplets, where the rules warn; tests/test_split.py tests the warnings themselves.
+pytestmark = pytest.mark.filterwarnings("ignore::tenferro_py.DegenerateDerivativeWarning")
+
 SHAPES = [(3, 3), (4, 4), (5, 3), (4, 2), (3, 5), (2, 4)]  # square, tall, wide
 
 

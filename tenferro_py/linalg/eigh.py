@@ -12,6 +12,7 @@ from ..errors import LinalgError
 from ..ops.complex_parts import lift_real
 from ..ops.elementwise import cj, real_dtype
 from ..tensor import Aval
+from . import degenerate
 from .common import RULES, check_finite, check_square, eps_of, hermitian_part, on_diagonal
 from .spectral import exact_unit, gap_coefficients, spectrum_scale, times
 
@@ -34,6 +35,7 @@ def _eigh_impl(a, derivative_eps):
 def _eigh_jvp(s, tangents, primals, outputs, derivative_eps):
     """dw = Re diag(P), dV = V (F ∘ P) with P = Vᴴ herm(dA) V."""
     (da,), (w, v) = tangents, outputs
+    degenerate.eigh_tangent("eigh", w, v, da, eps_of(s, derivative_eps))
     p = hermitian_part(s, s.einsum([cj(s, v), da, v], "ai,ab,bj->ij"))
     reciprocal = exact_unit(s, spectrum_scale(s, w))[1]  # dV is that of A/c along dA/c
     minus, _, _ = gap_coefficients(s, times(s, w, reciprocal), eps_of(s, derivative_eps), w.shape[0], sums=False)
@@ -44,6 +46,7 @@ def _eigh_jvp(s, tangents, primals, outputs, derivative_eps):
 def _eigh_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
     """Ā = herm(V [diag(w̄) + F ∘ (Vᴴ V̄)] Vᴴ): the JVP's transpose, Hermitian as the input it reads."""
     (wb, vb), (w, v) = cotangents, outputs
+    degenerate.eigh_cotangents("eigh", w, v, vb, eps_of(s, derivative_eps))
     middle = None
     if vb is not None:  # that of A/c for V̄/c
         reciprocal = exact_unit(s, spectrum_scale(s, w))[1]

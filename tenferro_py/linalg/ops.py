@@ -136,7 +136,7 @@ class LinalgOps:
             raise ShapeMismatch("split", "a matrix (rank 2)", f"shape {list(x.shape)}")
         if derivative_eps is not None:
             derivative_eps = check_derivative_eps("split", derivative_eps)
-        u, sv, vt = self.bind(svd_p, x, derivative_eps=derivative_eps)
+        u, sv, vt = self.bind(svd_p, x, derivative_eps=derivative_eps, within_split=True)
         kk = sv.shape[0]
         if callable(k):
             k = k(sv.value().to_numpy())

@@ -17,16 +17,15 @@ Derivation and tests: docs/spectral.md#degenerate.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
-from ..errors import DegenerateDerivativeWarning, ShapeMismatch
+from ..errors import ShapeMismatch
 from ..ops.complex_parts import lift_real
 from ..ops.elementwise import cj, full, real_dtype
 from ..ops.structural import SliceConfig
 from ..structure import dense
 from ..tensor import Aval, Tensor
+from . import degenerate
 from .common import RULES, columns, eps_of, extend
 from .spectral import exact_unit, gap_coefficients, spectrum_scale, times
 from .svd import svd_jvp, svd_vjp
@@ -36,9 +35,6 @@ ABSORB = {"left": 1.0, "both": 0.5, "right": 0.0}
 #: Values closer than this, relative to s₁ and times ε, get the repair (the broadened coefficients
 #: are exact to relative (ε s₁/σ)², so beyond it the repair would change nothing).
 REPAIR_REACH = 1e6
-#: Values closer than this, relative to s₁ and times ε, are repeated (LAPACK's equal values differ
-#: by rounding, ~1e-15 s₁; the broadened 1/δ is near zero there).
-REPEATED = 10.0
 #: Relative size of lᴴl̄ − r̄rᴴ (the cotangents' response to a gauge on the bond) below which the
 #: loss counts as gauge-invariant.
 GAUGE_INVARIANT = 1e-8
@@ -71,31 +67,27 @@ class _Spectrum:
         top = values[0] if values.size else 0.0
         kept = values[:k]
         gaps = np.abs(kept[:, None] - kept[None, :]) + np.eye(k) * top
-        reach, tie = REPAIR_REACH * eps * top, REPEATED * eps * top
+        reach, tie = REPAIR_REACH * eps * top, degenerate.REPEATED * eps * top
         self.active = bool(k and (gaps.min(initial=np.inf) <= reach or kept.min() <= reach))
         self.ties = (gaps <= tie).astype(float)  # pairs i ≠ j of repeated values (zero ones too)
         self.repeated = sorted({float(v) for i, v in enumerate(kept) if (gaps[i] <= tie).any() and v > tie})
         self.zeros = bool(k) and bool(kept.min() <= tie)
         self.cut = k < values.size and k > 0 and values[k - 1] - values[k] <= tie
         self.cut_values = (float(values[k - 1]), float(values[k])) if self.cut else None
-        positive = kept > 0
-        with np.errstate(divide="ignore"):
-            inverse_left = np.where(positive, _power(np.where(positive, kept, 1.0), 1.0 - a) ** -1.0, 0.0)
-            inverse_right = np.where(positive, _power(np.where(positive, kept, 1.0), a) ** -1.0, 0.0)
-        take_left = (kept[None, :] ** (1.0 - a) >= kept[:, None] ** a) if a == 0.5 else np.full((k, k), a == 1.0)
-        self.weight_left = np.where(take_left, inverse_left[None, :], 0.0)  # ML ∘ s_j^(a−1)
-        self.weight_right = np.where(take_left, 0.0, inverse_right[:, None])  # MR ∘ s_i^(−a)
-        self.inverse_left, self.inverse_right = inverse_left, inverse_right
-        self.lost_block = bool(((self.weight_left == 0) & (self.weight_right == 0)).any())
+        self.positive = kept > 0
+        self.take_left = (kept[None, :] ** (1.0 - a) >= kept[:, None] ** a) if a == 0.5 else np.full((k, k), a == 1.0)
+        vanishing_left = ~self.positive if a < 1.0 else np.zeros(k, bool)  # where s^(a−1) has no value
+        vanishing_right = ~self.positive if a > 0.0 else np.zeros(k, bool)
+        self.lost_block = bool((np.where(self.take_left, vanishing_left[None, :], vanishing_right[:, None])).any())
+        self.vanishing_left, self.vanishing_right = vanishing_left.any(), vanishing_right.any()
 
     def lost(self, m, n, kk):
         """Whether some direction of P_k's tangent space cannot be put on factors that vanish."""
-        return self.lost_block or (m > kk and (self.inverse_left == 0).any()) or (
-            n > kk and (self.inverse_right == 0).any())
+        return self.lost_block or (m > kk and self.vanishing_left) or (n > kk and self.vanishing_right)
 
 
 def _warn(what: str) -> None:
-    warnings.warn(f"split: {what} (docs/spectral.md#degenerate)", DegenerateDerivativeWarning, stacklevel=3)
+    degenerate.warn("split", what)
 
 
 def _cut_warning(spec: _Spectrum) -> None:
@@ -118,7 +110,7 @@ class _Factors:
     """The kept triplets in session ops, and the powers of their values that l and r carry."""
 
     def __init__(self, s, u, sv, vt, k, a, eps):
-        self.u, self.vt, self.k, self.a = u, vt, k, a
+        self.u, self.sv, self.vt, self.k, self.a = u, sv, vt, k, a
         self.uk, self.vtk, svk = columns(s, u, k, 1), columns(s, vt, k, 0), columns(s, sv, k, 0)
         inverse = gap_coefficients(s, sv, eps, k, sums=False)[2]  # the broadened 1/s, exact where s ≫ ε s₁
         one = lambda: full(s, (k,), svk.dtype, 1)  # noqa: E731
@@ -129,10 +121,27 @@ class _Factors:
         self.left_slope = one() if a == 1.0 else (None if a == 0.0 else s.scale_real(s.mul(root, inverse), 0.5))
         self.right_slope = one() if a == 0.0 else (None if a == 1.0 else s.scale_real(s.mul(root, inverse), 0.5))
 
+    def weights(self, s, spec: "_Spectrum", like):
+        """The repair's weights, in session ops of the values (so they differentiate): s^(a−1) and
+        s^(−a) of the kept values (0 where s = 0, whose directions are lost), and the kept block's
+        ML ∘ s_j^(a−1) and MR ∘ s_i^(−a) (ML: the pairs whose part goes on l, MR the others)."""
+        k, a = self.k, self.a
+        positive = _constant(s, spec.positive, like)
+        values = columns(s, self.sv, k, 0)
+        safe = s.add(values, _constant(s, ~spec.positive, like))  # 1 where s = 0
+        over = lambda power: s.div(positive, power)  # noqa: E731
+        root = over(s.sqrt(safe)) if a == 0.5 else None
+        self.inverse_left = full(s, (k,), values.dtype, 1) if a == 1.0 else (root if a == 0.5 else over(safe))
+        self.inverse_right = full(s, (k,), values.dtype, 1) if a == 0.0 else (root if a == 0.5 else over(safe))
+        take_left = _constant(s, spec.take_left, like)
+        self.weight_left = s.mul(take_left, s.broadcast_in_dim(self.inverse_left, (k, k), [1]))
+        self.weight_right = s.mul(s.sub(full(s, (k, k), values.dtype, 1), take_left),
+                                  s.broadcast_in_dim(self.inverse_right, (k, k), [0]))
+
 
 def _standard_jvp(s, f: _Factors, dx, x, sv, eps):
     """(dl, dr) by the SVD's JVP and the product rule: exact where the kept values are separated."""
-    du, ds, dvt = svd_jvp(s, (dx,), (x,), (f.u, sv, f.vt), eps)
+    du, ds, dvt = svd_jvp(s, (dx,), (x,), (f.u, sv, f.vt), eps, checked=False)
     du, ds, dvt = (columns(s, dense(s, t), f.k, ax) for t, ax in ((du, 1), (ds, 0), (dvt, 0)))
     dl = _scaled(s, du, f.left_power, 1)
     if f.left_slope is not None:
@@ -154,7 +163,7 @@ def _standard_vjp(s, f: _Factors, lb, rb, x, sv, eps):
         sb = s.accumulate(sb, s.mul(f.right_slope, s.real(s.einsum([cj(s, f.vtk), rb], "jb,jb->j"))))
     kk = f.u.shape[1]
     cts = (extend(s, ub, kk, 1), extend(s, sb, kk, 0), extend(s, vb, kk, 0))
-    return svd_vjp(s, cts, (x,), (f.u, sv, f.vt), (True,), eps)[0]
+    return svd_vjp(s, cts, (x,), (f.u, sv, f.vt), (True,), eps, checked=False)[0]
 
 
 def _outside_left(s, f: _Factors, y):
@@ -192,15 +201,16 @@ def _split_jvp(s, tangents, primals, outputs, *, k, absorb, derivative_eps):
     achieved = s.add(_scaled(s, s.einsum([cj(s, f.uk), dl], "ai,aj->ij"), f.right_power, 1),
                      _scaled(s, s.einsum([dr, cj(s, f.vtk)], "ib,jb->ij"), f.left_power, 0))
     defect = s.sub(block, achieved)
-    weights = [_constant(s, w, x) for w in (spec.weight_left, spec.weight_right)]
+    f.weights(s, spec, x)
+    weights = [f.weight_left, f.weight_right]
     dl = s.add(dl, s.einsum([f.uk, s.mul(lift_real(s, weights[0], defect), defect)], "ai,ij->aj"))
     dr = s.add(dr, s.einsum([s.mul(lift_real(s, weights[1], defect), defect), f.vtk], "ij,jb->ib"))
     if m > kk:
         rest = _outside_left(s, f, s.sub(s.einsum([dx, cj(s, f.vtk)], "ab,jb->aj"), _scaled(s, dl, f.right_power, 1)))
-        dl = s.add(dl, _scaled(s, rest, _constant(s, spec.inverse_left, x), 1))
+        dl = s.add(dl, _scaled(s, rest, f.inverse_left, 1))
     if n > kk:
         rest = _outside_right(s, f, s.sub(s.einsum([cj(s, f.uk), dx], "ai,ab->ib"), _scaled(s, dr, f.left_power, 0)))
-        dr = s.add(dr, _scaled(s, rest, _constant(s, spec.inverse_right, x), 0))
+        dr = s.add(dr, _scaled(s, rest, f.inverse_right, 0))
     if spec.lost(m, n, kk):
         _warn("factors that vanish at exact zero singular values were kept: the directions that move them have no "
               "tangent on l and r; drop the zeros (a cutoff above 0) or absorb them into one side")
@@ -228,9 +238,10 @@ def _split_vjp(s, cotangents, primals, outputs, needs, *, k, absorb, derivative_
     rb = s.zeros((k, n), x.dtype) if rb is None else rb
     spec = _Spectrum(sv, k, a, eps)
     _cut_warning(spec)
-    f = _Factors(s, u, sv, vt, k, a, eps)
     if not spec.active:
-        return (_standard_vjp(s, f, lb, rb, x, sv, eps), None, None, None)
+        return (_standard_vjp(s, _Factors(s, u, sv, vt, k, a, eps), lb, rb, x, sv, eps), None, None, None)
+    u = s.bind(second_order_guard_p, u, x, sv, vt, derivative_eps=derivative_eps)[0]
+    f = _Factors(s, u, sv, vt, k, a, eps)
     invariant = _gauge_response(*outputs, lb, rb) <= GAUGE_INVARIANT
     if (spec.repeated or spec.zeros) and not invariant:
         named = ", ".join(f"{v:.6g}" for v in spec.repeated[:6]) or "0"
@@ -240,17 +251,18 @@ def _split_vjp(s, cotangents, primals, outputs, needs, *, k, absorb, derivative_
     elif spec.lost(m, n, kk):
         _warn("factors that vanish at exact zero singular values were kept: the gradient's part along the directions "
               "that move them is not in the cotangents; drop the zeros (a cutoff above 0) or absorb them into one side")
-    weights = [_constant(s, w, x) for w in (spec.weight_left, spec.weight_right)]
+    f.weights(s, spec, x)
+    weights = [f.weight_left, f.weight_right]
     from_left = s.einsum([cj(s, f.uk), lb], "ai,aj->ij")
     from_right = s.einsum([rb, cj(s, f.vtk)], "ib,jb->ij")
     p = s.add(s.mul(lift_real(s, weights[0], from_left), from_left),
               s.mul(lift_real(s, weights[1], from_right), from_right))
     left_full = s.einsum([f.uk, p], "ai,ij->aj")  # U_k P + (I − UUᴴ) L
     if m > kk:
-        left_full = s.add(left_full, _outside_left(s, f, _scaled(s, lb, _constant(s, spec.inverse_left, x), 1)))
+        left_full = s.add(left_full, _outside_left(s, f, _scaled(s, lb, f.inverse_left, 1)))
     right_outside = None  # R (I − VVᴴ)
     if n > kk:
-        right_outside = _outside_right(s, f, _scaled(s, rb, _constant(s, spec.inverse_right, x), 0))
+        right_outside = _outside_right(s, f, _scaled(s, rb, f.inverse_right, 0))
     right_full = s.einsum([p, f.vtk], "ij,jb->ib")
     right_full = right_full if right_outside is None else s.add(right_full, right_outside)
     if invariant:  # Ā = G̃ + the couplings of kept and discarded values, from the same cotangents
@@ -294,13 +306,34 @@ def _discarded_coupling(s, f: _Factors, sv, eps, lb, rb, spec, x):
     cross = s.mul(outer(dropped, kept), inverse_difference)
     ud = s.slice(f.u, SliceConfig([0, k], [f.u.shape[0], kk]))
     vtd = s.slice(f.vt, SliceConfig([k, 0], [kk, f.vt.shape[1]]))
-    q = _scaled(s, s.einsum([cj(s, ud), lb], "ai,aj->ij"), _constant(s, spec.inverse_left, x), 1)  # d × k
-    q_t = _scaled(s, s.einsum([rb, cj(s, vtd)], "ib,jb->ij"), _constant(s, spec.inverse_right, x), 0)  # k × d
+    q = _scaled(s, s.einsum([cj(s, ud), lb], "ai,aj->ij"), f.inverse_left, 1)  # d × k
+    q_t = _scaled(s, s.einsum([rb, cj(s, vtd)], "ib,jb->ij"), f.inverse_right, 0)  # k × d
     q_t_h = s.transpose(cj(s, q_t), (1, 0))
     m_dk = s.add(s.mul(lift_real(s, same, q), q), s.mul(lift_real(s, cross, q), q_t_h))
     same_t, cross_t = s.transpose(same, (1, 0)), s.transpose(cross, (1, 0))
     m_kd = s.add(s.mul(lift_real(s, same_t, q_t), q_t), s.mul(lift_real(s, cross_t, q_t), s.transpose(cj(s, q), (1, 0))))
     return s.einsum([ud, m_dk], "ai,ij->aj"), s.einsum([m_kd, vtd], "ji,ib->jb")
+
+
+def _guard_jvp(s, tangents, primals, outputs, *, derivative_eps):
+    """u's tangent, as it is; and a warning where x's splits repeated values: what the repair's
+    derivative gets there is only the part of the direction that keeps them."""
+    u, x, sv, vt = primals
+    if tangents[1] is not None:
+        degenerate.svd_tangent("split", u, sv, vt, dense(s, tangents[1]), eps_of(s, derivative_eps), within_split=True)
+    return (tangents[0],)
+
+
+# Where split's VJP repairs, its u goes through this identity, which sees x's tangent when the VJP
+# itself is differentiated forward (forward over reverse), and tells whether that tangent splits
+# repeated values, where the repair's own derivative (through the SVD's) is only the kept part's.
+second_order_guard_p = RULES.define(
+    "split_second_order_guard",
+    lambda u, x, sv, vt, *, derivative_eps: (u,),
+    lambda u, x, sv, vt, *, derivative_eps: (u,),
+    _guard_jvp,
+    lambda s, cotangents, primals, outputs, needs, *, derivative_eps: (cotangents[0], None, None, None),
+)
 
 
 split_p = RULES.define(

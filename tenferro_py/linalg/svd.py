@@ -28,11 +28,12 @@ from ..ops.elementwise import cj, real_dtype
 from ..ops.structural import SliceConfig
 from ..structure import Embedded, Product, dense
 from ..tensor import Aval
+from . import degenerate
 from .common import RULES, check_finite, columns, eps_of, extend, on_diagonal
 from .spectral import exact_unit, gap_coefficients, phase_term, spectrum_scale, times
 
 
-def _svd_abstract(a: Aval, derivative_eps) -> tuple[Aval, Aval, Aval]:
+def _svd_abstract(a: Aval, derivative_eps, within_split=False) -> tuple[Aval, Aval, Aval]:
     if len(a.shape) != 2:
         raise ShapeMismatch("svd", "a matrix (rank 2)", f"shape {list(a.shape)}")
     m, n = a.shape
@@ -40,7 +41,7 @@ def _svd_abstract(a: Aval, derivative_eps) -> tuple[Aval, Aval, Aval]:
     return Aval((m, k), a.dtype), Aval((k,), real_dtype(a.dtype)), Aval((k, n), a.dtype)
 
 
-def _svd_impl(a, derivative_eps):
+def _svd_impl(a, derivative_eps, within_split=False):
     """gesdd through NumPy (it releases the GIL); gesvd when gesdd does not converge. Input with
     inf or NaN raises LinalgError (LAPACK's answer to it would be undefined)."""
     check_finite("svd", a)
@@ -135,14 +136,17 @@ svd_tangent_p = RULES.define("svd_tangent", _tangent_abstract,
                              **composite(_svd_tangent, _tangent_cost, shape_determined=True))
 
 
-def svd_jvp(s, tangents, primals, outputs, derivative_eps):
+def svd_jvp(s, tangents, primals, outputs, derivative_eps, within_split=False, checked=True):
     """dU, dS, dVᴴ by :func:`_svd_tangent`, one kernel. Where U (or Vᴴ) is square, dU = U·J
     (dVᴴ = J'·Vᴴ) is returned as a :class:`Product`, so that thin products with it never form
     the K × K product."""
     (da,), (a,), (u, sv, vt) = tangents, primals, outputs
     m, n = a.shape
     k = sv.shape[0]
-    du, ds, dvt = s.bind(svd_tangent_p, u, sv, vt, da, eps=eps_of(s, derivative_eps))
+    eps = eps_of(s, derivative_eps)
+    if checked and not within_split:  # split's rules repair what this one drops (and check for themselves)
+        degenerate.svd_tangent("svd", u, sv, vt, da, eps)
+    du, ds, dvt = s.bind(svd_tangent_p, u, sv, vt, da, eps=eps)
     return (du if m > k else Product(u, du)), ds, (dvt if n > k else Product(dvt, vt))
 
 
@@ -219,11 +223,13 @@ svd_pullback_p = RULES.define("svd_pullback", _pullback_abstract,
                               **composite(_svd_pullback, _pullback_cost, shape_determined=True))
 
 
-def svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
+def svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps, within_split=False, checked=True):
     """Ā by :func:`_svd_pullback`, one kernel, on the leading blocks of the cotangents: those a slice
     leaves zero beyond index k are cut to k, so the work is O(m n k), not O(m n K). S̄ alone gives
     the product U_k diag(S̄) V_kᴴ, two ops that need no kernel of their own."""
     u, sv, vt = outputs
+    if checked and (cotangents[0] is not None or cotangents[2] is not None):  # S̄ alone is basis-free
+        degenerate.svd_cotangents("svd", u, sv, vt, cotangents[0], cotangents[2], eps_of(s, derivative_eps))
     (ub, ku), (sb, ks), (vb, kv) = (_leading_block(s, c, ax) for c, ax in zip(cotangents, (1, 0, 0)))
     kk = max(ku, ks, kv)  # every cotangent is zero beyond index kk
     if ub is None and vb is None:  # Ā = (U_k diag(S̄)) V_kᴴ: the values alone couple nothing

@@ -1,0 +1,169 @@
+"""Where a spectral rule meets repeated values, what it can tell from what it sees, and the warning
+it gives (docs/spectral.md#degenerate).
+
+A VJP sees the cotangents: a loss that depends on the basis chosen inside a block of repeated
+values (a cut inside a multiplet, one vector of a pair) sends cotangents that change under a
+rotation of that basis, and has no derivative there. A JVP sees the direction: one that splits
+a repeated nonzero value meets the part of dA the broadened rule drops. Either is told by a DegenerateDerivativeWarning naming the op and the values. The
+checks read the values and run only where some are repeated; they cost a few |B| × |B| products.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..errors import DegenerateDerivativeWarning
+from ..structure import Embedded, Product
+
+#: Values closer than REPEATED · ε times the spectrum's scale are repeated: LAPACK's equal values
+#: differ by rounding (~1e-15 of the scale), where the broadened 1/δ is near zero.
+REPEATED = 10.0
+#: Values within NOISE_FLOOR · REPEATED · ε of zero (relative to the scale) are rounding, not a multiplet.
+NOISE_FLOOR = 100.0
+#: A cotangent's (or tangent's) part that the rule cannot determine, relative to its size, above
+#: which the rule warns (the rest is rounding).
+NOTICEABLE = 1e-8
+
+
+def warn(op: str, what: str) -> None:
+    """The warning, naming ``op`` and pointing at the page that says what to do."""
+    warnings.warn(f"{op}: {what} (docs/spectral.md#degenerate)", DegenerateDerivativeWarning, stacklevel=4)
+
+
+def named(values) -> str:
+    """A few values, for a message."""
+    shown = ", ".join(f"{v:.6g}" for v in values[:6])
+    return shown + (", …" if len(values) > 6 else "")
+
+
+def eps_scale(values: np.ndarray) -> float:
+    """The scale ε is relative to: max |value| (0 for an empty spectrum)."""
+    return float(np.max(np.abs(values), initial=0.0))
+
+
+def repeated_blocks(values: np.ndarray, eps: float) -> list[np.ndarray]:
+    """Index arrays of the runs of sorted ``values`` (descending or ascending) that are repeated:
+    neighbours within REPEATED · ε · max |value|. Zero singular values form one run too."""
+    if values.size < 2:
+        return []
+    tie = REPEATED * eps * eps_scale(values)
+    close = np.abs(np.diff(values)) <= tie
+    blocks, start = [], None
+    for i, c in enumerate(close):
+        if c and start is None:
+            start = i
+        if not c and start is not None:
+            blocks.append(np.arange(start, i + 1))
+            start = None
+    if start is not None:
+        blocks.append(np.arange(start, values.size))
+    return blocks
+
+
+def _numpy(t):
+    """A tensor's value, or a structured value's, as NumPy data (nothing is recorded)."""
+    if t is None:
+        return None
+    if isinstance(t, Embedded):
+        out = np.zeros(t.shape, t.dtype)
+        block = _numpy(t.block)
+        out[tuple(slice(st, st + n * sd, sd) for st, n, sd in zip(t.starts, block.shape, t.strides))] = block
+        return out
+    if isinstance(t, Product):
+        return _numpy(t.left) @ _numpy(t.right)
+    return np.asarray(t.value().to_numpy())
+
+
+def _skew_off_diagonal(x: np.ndarray) -> float:
+    """‖(X − Xᴴ)/2‖ off the diagonal."""
+    skew = (x - x.conj().T) / 2
+    return float(np.linalg.norm(skew - np.diag(np.diag(skew))))
+
+
+def check_basis_free(op: str, values: np.ndarray, blocks: list, pairs: list) -> None:
+    """Warn where a cotangent is not invariant under rotations inside a block of repeated values.
+    ``pairs``: (basis, its cotangent) for each factor that rotates with the block (U and V for the
+    SVD, V for eigh); the invariance is skew(Σ basisᴴ·cotangent) = 0 inside the block."""
+    scale = sum(float(np.linalg.norm(c)) * float(np.linalg.norm(b)) for b, c in pairs) or 1.0
+    for block in blocks:
+        inside = sum(b[:, block].conj().T @ c[:, block] for b, c in pairs)
+        if _skew_off_diagonal(inside) > NOTICEABLE * scale:
+            warn(op, f"the loss depends on the basis chosen inside repeated values ({named(values[block])}), e.g. "
+                     "by a cut inside the multiplet: it has no derivative there; cut at a gap, or keep or drop the "
+                     "whole multiplet")
+            return
+
+
+def check_keeps_degeneracy(op: str, values: np.ndarray, blocks: list, middle: np.ndarray, eps: float,
+                           within_split: bool = False) -> None:
+    """Warn where a direction splits repeated nonzero values: ``middle`` is Uᴴ dA V (Vᴴ dA V for
+    eigh), whose Hermitian part inside a block must be a multiple of the identity. Blocks that
+    reach down to the noise floor are left out: their vectors span a near-null space that any
+    direction "splits" by rounding, and that truncations discard (split is exact there for
+    contracted factors)."""
+    scale = float(np.linalg.norm(middle)) or 1.0
+    floor = NOISE_FLOOR * REPEATED * eps * eps_scale(values)
+    for block in blocks:
+        if np.min(np.abs(values[block])) <= floor:
+            continue
+        inside = middle[np.ix_(block, block)]
+        hermitian = (inside + inside.conj().T) / 2
+        if float(np.linalg.norm(hermitian - np.diag(np.diag(hermitian)))) > NOTICEABLE * scale:
+            _splitting(op, f"splits repeated values ({named(values[block])})", within_split)
+            return
+
+
+def _splitting(op: str, what: str, within_split: bool) -> None:
+    if within_split:
+        warn("split", f"the direction {what}: split's first derivatives are exact there, but derivatives of its "
+                      "derivatives (forward over reverse) get only the part of the direction that keeps them")
+    else:
+        warn(op, f"the direction {what}: the vectors' tangents have no value there, and the rule drops that part; "
+                 "for factors a network contracts again use split, for a function of the matrix make it one op")
+
+
+def svd_cotangents(op: str, u, sv, vt, ub, vb, eps: float) -> None:
+    """The SVD's VJP check: U and V rotate together inside a block (ub, vb: dense cotangents of u
+    and vt, or None)."""
+    if ub is None and vb is None:
+        return
+    values = _numpy(sv)
+    blocks = repeated_blocks(values, eps)
+    if not blocks:
+        return
+    uv, vv = _numpy(u), _numpy(vt).conj().T
+    pairs = [(uv, _numpy(ub))] if ub is not None else []
+    if vb is not None:
+        pairs.append((vv, _numpy(vb).conj().T))
+    check_basis_free(op, values, blocks, [(b, np.pad(c, ((0, 0), (0, b.shape[1] - c.shape[1])))) for b, c in pairs])
+
+
+def svd_tangent(op: str, u, sv, vt, da, eps: float, within_split: bool = False) -> None:
+    """The SVD's JVP check, for the direction da (dense). ``within_split``: the SVD is split's, whose
+    own rules are exact there; what this JVP drops reaches only derivatives of split's rules."""
+    values = _numpy(sv)
+    blocks = repeated_blocks(values, eps)
+    if blocks:
+        middle = _numpy(u).conj().T @ _numpy(da) @ _numpy(vt).conj().T
+        check_keeps_degeneracy(op, values, blocks, middle, eps, within_split=within_split)
+
+
+def eigh_cotangents(op: str, w, v, vb, eps: float) -> None:
+    """eigh's VJP check: V rotates inside a block."""
+    if vb is None:
+        return
+    values = _numpy(w)
+    blocks = repeated_blocks(values, eps)
+    if blocks:
+        check_basis_free(op, values, blocks, [(_numpy(v), _numpy(vb))])
+
+
+def eigh_tangent(op: str, w, v, da, eps: float) -> None:
+    """eigh's JVP check, for the direction da (dense)."""
+    values = _numpy(w)
+    blocks = repeated_blocks(values, eps)
+    if blocks:
+        vv, d = _numpy(v), _numpy(da)
+        check_keeps_degeneracy(op, values, blocks, vv.conj().T @ ((d + d.conj().T) / 2) @ vv, eps)

@@ -10,23 +10,29 @@ the NumPy loss, fd = (4 D(h/2) - D(h)) / 3, D(h) = (L(x+hd) - L(x-hd)) / 2h, h =
     err = max over d of |Re<g, d> - fd| / max(|fd|, 1e-300)
 
 Column ``fd?`` is fd's own spread (the same extrapolation at h/2); where it is above 1e-6 the
-loss is not smooth at x and the case is not judged. 'NaN' marks a gradient with a NaN or inf.
+loss is not smooth at x (or NaN nearby) and the case is not judged. 'NaN' marks a gradient with a
+NaN or inf, 'VALUE' a loss value that is not the NumPy one.
 
     control  non-degenerate inputs of the same routes (they check the convention and the harness)
-    split    Tensor.split (svd, svd:eig, eigh, eigh with positive=True; absorb both/left/right), loss
-             Re sum((l @ r).data * W): spectra (2,2,1,.5,.5), (3,2,1,0,0) built as U diag(s) V^H
-             ('rot') or by np.diag ('diag'); (3,3,2,1,1) with max_bond 3, 2 (at a gap), 1 and 4
-             (cut inside a multiplet: no derivative, listed apart)
+    split    Tensor.split (svd, svd:eig, eigh, eigh with positive=True; absorb both/left/right, and
+             none: U, s, VH apart), loss Re sum((l @ r).data * W) (or of (U*s) @ VH): spectra
+             (2,2,1,.5,.5), (3,2,1,0,0) built as U diag(s) V^H ('rot') or by np.diag ('diag');
+             (3,3,2,1,1) with max_bond 3, 2 (at a gap), 1 and 4 (cut inside a multiplet: no
+             derivative, listed apart); and split(method='qr') of a 4x6 matrix with R[2, 2] = 0
     ghz      GHZ MPS (L=8, D=2; 'pad4': bonds zero-padded to 4): compress / canonize / left_canonize
              / gauge_all_simple, then the transverse-field Ising energy <psi|H|psi>/<psi|psi>
     z2       phi + X phi, phi a random MPS with s_1 = s_L = 0 (Z2 blocks diag(B^s, B^(1-s)): exact
              Schmidt pairs), compressed without truncation (max_bond=6), at a gap (max_bond=4) and
-             inside a pair (max_bond=3); the control breaks the pairs by 1e-6 noise
+             inside a pair (max_bond=3), left_canonize alone, compress(form='flat') (no QR); the
+             control breaks the pairs by 1e-6 noise
     peps     3x3 GHZ PEPS and a zero-padded product PEPS: norm by contract_boundary(max_bond=chi)
 
-Run: ``python bench/degenerate_probe.py [--quick] [--jax none|some|all]``. JAX compiles every
-case afresh (seconds per network), so by default ('some') it runs on the split cases with
-absorb='both' (not eigh+pos, not max_bond=4) and on the float64 MPS compressions only, keeping the full run under 2 minutes; '--jax all' runs it everywhere.
+Run: ``python bench/degenerate_probe.py [--quick] [--jax none|some|all]``. JAX compiles each case
+afresh (seconds per network), so by default ('some') it runs on the split cases with absorb='both'
+(not eigh+pos, not max_bond=4) and on the float64 MPS compressions only: the full run takes under
+2 minutes; --quick has fewer cases and JAX on split cases only; '--jax all' runs JAX everywhere.
+Needs quimb and autoray (JAX optional). The 'ours warned' column counts the library's
+DegenerateDerivativeWarnings (and RuntimeWarnings) during our gradient.
 """
 
 from __future__ import annotations
@@ -62,10 +68,6 @@ ROWS: list[dict] = []
 JAX_MODE = "some"
 
 
-def err_text(e: BaseException) -> str:
-    return f"{type(e).__name__}: {' '.join(str(e).split())[:80]}"
-
-
 def rdot(gs, ds) -> float:
     return float(sum(np.real(np.vdot(g, d)) for g, d in zip(gs, ds)))
 
@@ -84,34 +86,35 @@ def richardson(loss, xs, ds, h) -> tuple[float, float]:
     return (4 * d2 - d1) / 3, (4 * d3 - d2) / 3
 
 
-def gradient_error(grad_fn, dirs, fds) -> tuple[float, str, str]:
-    """(max rel err over the directions, its text, the warnings raised) of grad_fn() (our
-    convention), or the failure."""
+def gradient_error(grad_fn, value, dirs, fds) -> tuple[float, str, str]:
+    """(max rel err over the directions, its text, the warnings raised) of grad_fn() -> (value,
+    gradient in our convention), or the failure; ' VALUE' if its value is not the NumPy one."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            gs = [np.asarray(g) for g in grad_fn()]
+            v, gs = grad_fn()
+            gs = [np.asarray(g) for g in gs]
         except Exception as e:  # noqa: BLE001 (a failed route is a result)
-            gs, failure = None, err_text(e)
+            gs, failure = None, f"{type(e).__name__}: {' '.join(str(e).split())[:80]}"
     names = sorted({type(w.message).__name__ for w in caught} & {"DegenerateDerivativeWarning", "RuntimeWarning"})
     warned = ",".join(f"{n.replace('DerivativeWarning', '')}x{sum(type(w.message).__name__ == n for w in caught)}"
                       for n in names)
     if gs is None:
         return np.nan, failure, warned
     err = max(abs(rdot(gs, ds) - f) / max(abs(f), 1e-300) for ds, f in zip(dirs, fds))
-    finite = all(np.all(np.isfinite(g)) for g in gs)
-    return err, f"{err:8.1e}" + ("" if finite else " NaN"), warned
+    finite, same = all(np.all(np.isfinite(g)) for g in gs), abs(float(v) - value) <= 1e-10 * max(1, abs(value))
+    return (err if same else np.inf), f"{err:8.1e}" + ("" if finite else " NaN") + ("" if same else " VALUE"), warned
 
 
 def jax_grad(loss, xs):
     nums = tuple(range(len(xs)))
-    f = jax.grad(lambda *a: loss(list(a)), nums)
+    f = jax.value_and_grad(lambda *a: loss(list(a)), nums)
     args = [jnp.asarray(x) for x in xs]
     try:
-        gs = jax.jit(f)(*args)
+        v, gs = jax.jit(f)(*args)
     except Exception:  # noqa: BLE001 (quimb branches on values: no trace, run eagerly)
-        gs = f(*args)
-    return [np.conj(np.asarray(g)) for g in gs]
+        v, gs = f(*args)
+    return float(v), [np.conj(np.asarray(g)) for g in gs]
 
 
 def probe(name, dtype, loss, xs, hermitian=False, inside=False, with_jax=True) -> None:
@@ -128,12 +131,13 @@ def probe(name, dtype, loss, xs, hermitian=False, inside=False, with_jax=True) -
     fds = [p[0] for p in pairs]
     spread = max(abs(a - b) / max(abs(a), 1e-300) for a, b in pairs)
     nums = tuple(range(len(xs)))
-    ours, ours_s, warned = gradient_error(lambda: tnp.value_and_grad(lambda *a: loss(list(a)), nums)(*xs)[1],
-                                          dirs, fds)
+    value = float(loss(xs))
+    ours, ours_s, warned = gradient_error(lambda: tnp.value_and_grad(lambda *a: loss(list(a)), nums)(*xs),
+                                          value, dirs, fds)
     if jax is None or JAX_MODE == "none" or (JAX_MODE == "some" and not with_jax):
         jerr, jax_s = np.nan, "-"
     else:
-        jerr, jax_s, _ = gradient_error(lambda: jax_grad(loss, xs), dirs, fds)
+        jerr, jax_s, _ = gradient_error(lambda: jax_grad(loss, xs), value, dirs, fds)
     tag = "  [cut inside multiplet]" if inside else ""
     print(f"{name:50s} {np.dtype(dtype).name[:7]:7s} {ours_s:>12s} {warned:>13s}  {jax_s:>12s}  {spread:7.0e}{tag}",
           flush=True)
@@ -151,7 +155,7 @@ def unitary(n, dtype):
 
 def split_cases(quick: bool) -> None:
     methods = ["svd", "svd:eig", "eigh", "eigh+pos"]
-    absorbs = ["both"] if quick else ["both", "left", "right"]
+    absorbs = ["both", "none"] if quick else ["both", "left", "right", "none"]
     spectra = {"(2,2,1,.5,.5)": [2, 2, 1, .5, .5], "(3,2,1,0,0)": [3, 2, 1, 0, 0]}
     for dtype in ["float64", "complex128"]:
         w = randn((5, 5), dtype)
@@ -160,10 +164,14 @@ def split_cases(quick: bool) -> None:
             jax_here = method != "eigh+pos"  # (under --jax some: eigh+pos is the same JAX route as eigh)
 
             def loss(xs, absorb="both", max_bond=None, method=method.split("+")[0], opts=opts):
-                l, r = qtn.Tensor(xs[0], inds=("i", "j")).split(
-                    left_inds=["i"], method=method, cutoff=0.0, absorb=absorb, max_bond=max_bond, get="tensors",
-                    **opts)
-                return ar.do("real", ar.do("sum", (l @ r).transpose("i", "j").data * w))
+                t, kw = qtn.Tensor(xs[0], inds=("i", "j")), dict(method=method, cutoff=0.0, max_bond=max_bond, **opts)
+                if absorb == "none":  # U, s, VH apart (as gauge_all_simple's tensor_compress_bond takes them)
+                    u, s, vh = t.split(left_inds=["i"], absorb=None, get="arrays", **kw)
+                    m = (u * s) @ vh
+                else:
+                    l, r = t.split(left_inds=["i"], absorb=absorb, get="tensors", **kw)
+                    m = (l @ r).transpose("i", "j").data
+                return ar.do("real", ar.do("sum", m * w))
 
             def build(s, how):
                 u = unitary(5, dtype)
@@ -184,6 +192,17 @@ def split_cases(quick: bool) -> None:
                 probe(f"split {method} both (3,3,2,1,1) max_bond={chi}", dtype,
                       lambda xs, chi=chi: loss(xs, max_bond=chi), [a], hermitian=herm, inside=chi in (1, 4),
                       with_jax=jax_here and chi != 4)
+        a, w46 = randn((4, 6), dtype), randn((4, 6), dtype)
+        a[:, 2] = 0.0  # R[2, 2] = 0, where quimb's stabilized QR takes sgn(x) = (x + 1) / (|x| + 1): no derivative
+
+        def qr_loss(xs, stabilized):
+            q, r = qtn.Tensor(xs[0], inds=("i", "j")).split(left_inds=["i"], method="qr", stabilized=stabilized,
+                                                             get="tensors")
+            return ar.do("real", ar.do("sum", (q @ r).transpose("i", "j").data * w46))
+
+        for st in (True, False):
+            probe(f"{'' if st else 'control '}split qr 4x6, column 2 zero, stabilized={st}", dtype,
+                  lambda xs, st=st: qr_loss(xs, st), [a])
 
 
 def with_arrays(template, xs):
@@ -243,27 +262,30 @@ def mps_cases(quick: bool) -> None:
            "canonize(3)": inplace("canonize", where=3), "left_canonize()": inplace("left_canonize"),
            "gauge_all_simple()": lambda p: p.gauge_all_simple()}
     for dtype in ["float64", "complex128"]:
-        real = dtype == "float64"
+        jax_mps = dtype == "float64" and not quick  # (the networks JAX runs under --jax some)
 
         def run(name, template, op, **kw):
             probe(f"{name} energy", dtype, lambda xs: energy(op(with_arrays(template, xs)), ham),
                   [t.data for t in template], **kw)
 
         rand = qtn.MPS_rand_state(L, 4, dtype=dtype, seed=3)
-        run("control rand L=8 D=4 compress(max_bond=2)", rand, compress2, with_jax=real)
+        run("control rand L=8 D=4 compress(max_bond=2)", rand, compress2, with_jax=jax_mps)
         run("control rand L=8 D=4 gauge_all_simple()", rand, ops["gauge_all_simple()"], with_jax=False)
         for state, template in [("ghz", ghz_mps(L, dtype)), ("ghz pad4", ghz_mps(L, dtype, pad=4))]:
             for oname, op in ops.items():
                 if (quick and oname not in ("compress(max_bond=2)", "gauge_all_simple()")
                         or oname == "compress(max_bond=4)" and state == "ghz"):
                     continue
-                run(f"{state} L={L} {oname}", template, op, with_jax=real and oname.startswith("compress"))
+                run(f"{state} L={L} {oname}", template, op, with_jax=jax_mps and oname.startswith("compress"))
         z2 = z2_mps(L, 3, dtype)
         noisy = with_arrays(z2, [t.data + 1e-6 * randn(t.shape, dtype) for t in z2])
         run(f"control z2+1e-6 noise L={L} compress(max_bond=4)", noisy, compress4)
         for chi in [6, 4, 3]:
             run(f"z2 L={L} D=2x3 compress(max_bond={chi})", z2, inplace("compress", max_bond=chi, cutoff=0.0),
-                inside=chi == 3, with_jax=real and chi == 4)
+                inside=chi == 3, with_jax=jax_mps and chi == 4)
+        run(f"z2 L={L} D=2x3 left_canonize() (QR only)", z2, ops["left_canonize()"])
+        run(f"z2 L={L} D=2x3 compress(max_bond=4, form=flat) (no QR)", z2,
+            inplace("compress", max_bond=4, cutoff=0.0, form="flat"))
 
 
 def peps_cases(quick: bool) -> None:

@@ -102,20 +102,39 @@ def test_exact_when_truncated_at_a_gap(rng, absorb, shape, k, no_warning):
     check_grads(contracted(rng.standard_normal(shape), k, absorb), [a], order=1, rtol=1e-8)
 
 
-@pytest.mark.parametrize("absorb", ["left", "right"])
-def test_exact_at_exact_zeros_and_repeats_from_np_diag(rng, absorb, no_warning):
-    """np.diag gives LAPACK exact zeros and exact repeats; one side of the bond then carries
-    everything (absorb left or right, square)."""
-    a = np.diag([2.0, 2.0, 1.0, 0.0, 0.0])
-    check_grads(contracted(rng.standard_normal((5, 5)), None, absorb), [a], order=1, rtol=1e-8)
+@pytest.mark.parametrize("absorb", ABSORB)
+@pytest.mark.parametrize("shape", [(5, 5), (6, 5), (5, 6)])
+def test_exact_at_exact_zeros_and_repeats_from_np_diag(rng, absorb, shape, no_warning):
+    """np.diag gives LAPACK exact zeros and exact repeats. Under absorb="both" the zeros' vectors go
+    onto the factor that a tall (r) or wide (l) matrix needs them on, the other factor holding zero
+    there, so that no direction is lost (square: r)."""
+    a = np.zeros(shape)
+    a[:5, :5][np.diag_indices(5)] = [2.0, 2.0, 1.0, 0.0, 0.0]
+    if absorb == "right" and shape[0] > shape[1] or absorb == "left" and shape[1] > shape[0]:
+        pytest.skip("the zeros' directions outside the factors' spans: test_lost_directions_are_reported")
+    check_grads(contracted(rng.standard_normal(shape), None, absorb), [a], order=1, rtol=1e-8)
 
 
-def test_kept_exact_zeros_split_by_square_roots_are_reported(rng):
-    """absorb="both" at exact zeros: l and r vanish there, so the gradient's part along the
-    directions that move them is not in the cotangents: a warning, not a silent guess."""
+def test_exact_zeros_under_both_hold_a_vector_on_one_side():
     rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
-    x = rt.variable_from(tf.Tensor(np.diag([2.0, 1.0, 0.0, 0.0])))
-    y = rt.with_eager_session(eng, lambda s: contracted(rng.standard_normal((4, 4)))(s, x))
+    a = np.diag([4.0, 1.0, 0.0])
+    factors = rt.with_eager_session(eng, lambda s: s.split(rt.constant_from(tf.Tensor(a))))
+    left, right = (t.value().to_numpy() for t in factors)
+    np.testing.assert_allclose(left @ right, a, atol=1e-15)
+    np.testing.assert_allclose(np.abs(left[:, 2]), 0.0)
+    np.testing.assert_allclose(np.linalg.norm(right[2]), 1.0)
+
+
+@pytest.mark.parametrize("absorb,shape", [("right", (4, 3)), ("left", (3, 4))])
+def test_lost_directions_are_reported(rng, absorb, shape):
+    """An isometry on the side of a tall (or wide) matrix's complement, and exact zeros kept: the
+    directions that move those zeros out of the factors' spans are on neither factor. The
+    gradient's part along them is not in the cotangents: a warning, not a silent guess."""
+    rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+    a = np.zeros(shape)
+    a[np.diag_indices(3)] = [2.0, 1.0, 0.0]
+    x = rt.variable_from(tf.Tensor(a))
+    y = rt.with_eager_session(eng, lambda s: contracted(rng.standard_normal(shape), None, absorb)(s, x))
     with pytest.warns(DegenerateDerivativeWarning, match="split: factors that vanish"):
         rt.grad(eng, y, x)
 

@@ -167,3 +167,17 @@ def eigh_tangent(op: str, w, v, da, eps: float) -> None:
     if blocks:
         vv, d = _numpy(v), _numpy(da)
         check_keeps_degeneracy(op, values, blocks, vv.conj().T @ ((d + d.conj().T) / 2) @ vv, eps)
+
+
+def qr_pivots(r, eps: float, parts) -> None:
+    """QR's check: at a zero pivot R_jj (within REPEATED · ε of max |R_jj|) the later columns of Q and
+    rows of R have no derivative; warn when ``parts`` (a tangent or the cotangents, dense or None)
+    are not all zero."""
+    pivots = np.abs(np.diag(_numpy(r)))
+    if pivots.size == 0 or pivots.min() > REPEATED * eps * pivots.max():
+        return
+    if any(p is not None and np.any(_numpy(p)) for p in parts):
+        zero = int(np.argmax(pivots <= REPEATED * eps * pivots.max()))
+        warn("qr", f"R has a zero pivot at column {zero} (rank below {pivots.size}): Q's later columns and R's later "
+                   "rows have no derivative, and get finite values that are none; for factors a network contracts "
+                   "again use split (quimb's canonisation by QR does, at such ranks)")

@@ -14,6 +14,7 @@ from ..errors import ShapeMismatch
 from ..ops.complex_parts import lift_real, times_i
 from ..ops.elementwise import cj, minus
 from ..tensor import Aval, Tensor
+from . import degenerate
 from .common import RULES, check_finite, columns, eps_of, extend, on_diagonal
 from .spectral import exact_unit, lorentzian, scale_or_one, times
 
@@ -169,6 +170,7 @@ def _rotation_transpose(s, m):
 def _qr_jvp(s, tangents, primals, outputs, derivative_eps):
     """dQ = Y − Q (X − Ω), dR = Qᴴ dA − Ω R (the section's comment)."""
     (da,), (q, r) = tangents, outputs
+    degenerate.qr_pivots(r, eps_of(s, derivative_eps), [da])
     k = r.shape[0]
     y = _right_solve_r(s, columns(s, da, k, 1), columns(s, r, k, 1), eps_of(s, derivative_eps), adjoint=False)
     x = s.einsum([cj(s, q), y], "ai,aj->ij")
@@ -182,6 +184,7 @@ def _qr_vjp(s, cotangents, primals, outputs, needs, derivative_eps):
     """The JVP's transpose: with M = QᴴQ̄ − R̄Rᴴ (Ω's cotangent), Ȳ = Q̄ − Q QᴴQ̄ + Q Ω*(M) for Ω*
     the adjoint of X ↦ Ω, and Ā = Q R̄ + [Ȳ R₁⁻ᴴ, 0]."""
     (qb, rb), (q, r) = cotangents, outputs
+    degenerate.qr_pivots(r, eps_of(s, derivative_eps), [qb, rb])
     k, n = r.shape
     p = None if qb is None else s.einsum([cj(s, q), qb], "ai,aj->ij")
     m = minus(s, p, None if rb is None else s.einsum([rb, cj(s, r)], "ib,jb->ij"))

@@ -52,9 +52,26 @@ def _split_abstract(x: Aval, u: Aval, sv: Aval, vt: Aval, *, k, absorb, derivati
     return Aval((m, k), x.dtype), Aval((k, n), x.dtype)
 
 
+def zero_side(shape) -> float:
+    """The power a that exact zero singular values take under absorb="both": the factor that
+    carries their vectors (l for a = 0, r for a = 1) is the one whose complement the matrix has
+    none of, so that no direction of P_k's tangent is lost on factors that vanish (docs/spectral.md)."""
+    return 1.0 if shape[0] >= shape[1] else 0.0
+
+
+def factor_powers(values, a, shape):
+    """(s^a, s^(1−a)) of the kept values, with exact zeros under a = ½ given the powers of ``zero_side``
+    (0⁰ = 1: one factor holds the vector, the other a zero; l·r is the same)."""
+    left, right = _power(values, a), _power(values, 1.0 - a)
+    if a == 0.5:
+        zero, side = values == 0, zero_side(shape)
+        left, right = np.where(zero, 1.0 - side, left), np.where(zero, side, right)
+    return left, right
+
+
 def _split_impl(x, u, sv, vt, *, k, absorb, derivative_eps):
-    a, s = ABSORB[absorb], sv[:k]
-    return (u[:, :k] * _power(s, a).astype(x.dtype), _power(s, 1.0 - a).astype(x.dtype)[:, None] * vt[:k])
+    left, right = factor_powers(sv[:k], ABSORB[absorb], x.shape)
+    return (u[:, :k] * left.astype(x.dtype), right.astype(x.dtype)[:, None] * vt[:k])
 
 
 class _Spectrum:
@@ -62,7 +79,7 @@ class _Spectrum:
     needed, the repeated and zero values to name in a warning, and the repair's weights (exact
     powers of the values; 0 where a factor vanishes, whose directions are then lost)."""
 
-    def __init__(self, sv, k, a, eps):
+    def __init__(self, sv, k, a, eps, shape):
         values = np.asarray(sv.value().to_numpy(), dtype=float)
         top = values[0] if values.size else 0.0
         kept = values[:k]
@@ -75,9 +92,13 @@ class _Spectrum:
         self.cut = k < values.size and k > 0 and values[k - 1] - values[k] <= tie
         self.cut_values = (float(values[k - 1]), float(values[k])) if self.cut else None
         self.positive = kept > 0
-        self.take_left = (kept[None, :] ** (1.0 - a) >= kept[:, None] ** a) if a == 0.5 else np.full((k, k), a == 1.0)
-        vanishing_left = ~self.positive if a < 1.0 else np.zeros(k, bool)  # where s^(a−1) has no value
-        vanishing_right = ~self.positive if a > 0.0 else np.zeros(k, bool)
+        powers = np.where(self.positive, a, zero_side(shape)) if a == 0.5 else np.full(k, a)  # each column's a
+        self.zero_left = (~self.positive) & (powers == 0.0) if a == 0.5 else np.zeros(k, bool)  # l holds u_j
+        self.zero_right = (~self.positive) & (powers == 1.0) if a == 0.5 else np.zeros(k, bool)  # r holds v_jᴴ
+        right_weight, left_weight = factor_powers(kept, a, shape)[::-1]  # s^(1−a), s^a: what l̄, r̄ carry
+        self.take_left = right_weight[None, :] >= left_weight[:, None] if a == 0.5 else np.full((k, k), a == 1.0)
+        vanishing_left = ~self.positive & (powers < 1.0)  # where s^(a−1) has no value
+        vanishing_right = ~self.positive & (powers > 0.0)
         self.lost_block = bool((np.where(self.take_left, vanishing_left[None, :], vanishing_right[:, None])).any())
         self.vanishing_left, self.vanishing_right = vanishing_left.any(), vanishing_right.any()
 
@@ -109,7 +130,7 @@ def _constant(s, array, like):
 class _Factors:
     """The kept triplets in session ops, and the powers of their values that l and r carry."""
 
-    def __init__(self, s, u, sv, vt, k, a, eps):
+    def __init__(self, s, u, sv, vt, k, a, eps, spec: "_Spectrum", like):
         self.u, self.sv, self.vt, self.k, self.a = u, sv, vt, k, a
         self.uk, self.vtk, svk = columns(s, u, k, 1), columns(s, vt, k, 0), columns(s, sv, k, 0)
         inverse = gap_coefficients(s, sv, eps, k, sums=False)[2]  # the broadened 1/s, exact where s ≫ ε s₁
@@ -120,6 +141,10 @@ class _Factors:
         # d(s^a)/ds and d(s^(1−a))/ds, as s^p · p/s with the broadened 1/s (finite at s = 0)
         self.left_slope = one() if a == 1.0 else (None if a == 0.0 else s.scale_real(s.mul(root, inverse), 0.5))
         self.right_slope = one() if a == 0.0 else (None if a == 1.0 else s.scale_real(s.mul(root, inverse), 0.5))
+        if spec.zero_left.any() or spec.zero_right.any():  # exact zeros under a = ½: powers 0 or 1 there
+            on_left, on_right = _constant(s, spec.zero_left, like), _constant(s, spec.zero_right, like)
+            self.left_power, self.right_power = s.add(root, on_left), s.add(root, on_right)
+            self.left_slope, self.right_slope = s.add(self.left_slope, on_right), s.add(self.right_slope, on_left)
 
     def weights(self, s, spec: "_Spectrum", like):
         """The repair's weights, in session ops of the values (so they differentiate): s^(a−1) and
@@ -133,6 +158,9 @@ class _Factors:
         root = over(s.sqrt(safe)) if a == 0.5 else None
         self.inverse_left = full(s, (k,), values.dtype, 1) if a == 1.0 else (root if a == 0.5 else over(safe))
         self.inverse_right = full(s, (k,), values.dtype, 1) if a == 0.0 else (root if a == 0.5 else over(safe))
+        if a == 0.5:  # s^(a−1) = 1 where r holds v_jᴴ (a = 1), s^(−a) = 1 where l holds u_j (a = 0)
+            self.inverse_left = s.add(self.inverse_left, _constant(s, spec.zero_right, like))
+            self.inverse_right = s.add(self.inverse_right, _constant(s, spec.zero_left, like))
         take_left = _constant(s, spec.take_left, like)
         self.weight_left = s.mul(take_left, s.broadcast_in_dim(self.inverse_left, (k, k), [1]))
         self.weight_right = s.mul(s.sub(full(s, (k, k), values.dtype, 1), take_left),
@@ -184,9 +212,9 @@ def _split_jvp(s, tangents, primals, outputs, *, k, absorb, derivative_eps):
     if dx is None:
         return None, None
     a, eps = ABSORB[absorb], eps_of(s, derivative_eps)
-    spec = _Spectrum(sv, k, a, eps)
+    spec = _Spectrum(sv, k, a, eps, x.shape)
     _cut_warning(spec)
-    f = _Factors(s, u, sv, vt, k, a, eps)
+    f = _Factors(s, u, sv, vt, k, a, eps, spec, x)
     dx = dense(s, dx)
     if not spec.active:
         return _standard_jvp(s, f, dx, x, sv, eps)
@@ -236,12 +264,12 @@ def _split_vjp(s, cotangents, primals, outputs, needs, *, k, absorb, derivative_
     (m, n), kk = x.shape, u.shape[1]
     lb = s.zeros((m, k), x.dtype) if lb is None else lb
     rb = s.zeros((k, n), x.dtype) if rb is None else rb
-    spec = _Spectrum(sv, k, a, eps)
+    spec = _Spectrum(sv, k, a, eps, x.shape)
     _cut_warning(spec)
     if not spec.active:
-        return (_standard_vjp(s, _Factors(s, u, sv, vt, k, a, eps), lb, rb, x, sv, eps), None, None, None)
+        return (_standard_vjp(s, _Factors(s, u, sv, vt, k, a, eps, spec, x), lb, rb, x, sv, eps), None, None, None)
     u = s.bind(second_order_guard_p, u, x, sv, vt, derivative_eps=derivative_eps)[0]
-    f = _Factors(s, u, sv, vt, k, a, eps)
+    f = _Factors(s, u, sv, vt, k, a, eps, spec, x)
     invariant = _gauge_response(*outputs, lb, rb) <= GAUGE_INVARIANT
     if (spec.repeated or spec.zeros) and not invariant:
         named = ", ".join(f"{v:.6g}" for v in spec.repeated[:6]) or "0"

@@ -1,13 +1,16 @@
 """quimb's truncated decompositions (``svd_truncated``, ``svd_via_eig_truncated``,
 ``eigh_truncated``: ``tensor_split`` with method "svd", "svd:eig", "eig" and "eigh", and every
-compression, canonisation by SVD and boundary contraction built on them) for tnp arrays.
+compression and boundary contraction built on them; ``qr_stabilized``, quimb's canonisation) for
+tnp arrays.
 
 quimb looks them up through autoray by the array's backend, so registering them under tnp's
 backend (:func:`register`, called with the rest of tnp's autoray functions) makes quimb run these
 on tnp arrays and its own on every other. Where the singular values are absorbed into the
 factors ("left", "both", "right"), they run ``split``, whose derivatives are exact at repeated
 and zero singular values for a network that contracts the factors back together
-(docs/spectral.md#degenerate); the other modes return the factors as quimb does, through svd.
+(docs/spectral.md#degenerate); so does the mode that returns them apart (U, s, Vᴴ, as l = U,
+s and s⁻¹·r; a row of Vᴴ at an exact zero value is zero then, which the product never sees). The
+one-sided modes return the factors as quimb does, through svd.
 The truncation (``cutoff``, ``cutoff_mode``, ``max_bond``), ``renorm`` and ``info["error"]``
 follow quimb's definitions. All three run the SVD: for a Hermitian x its singular triplets are
 its eigenpairs (|λ| descending, the signs in V), and the SVD is the more accurate way to the
@@ -84,8 +87,9 @@ def _absorbed(u: Any, sv: Any, vh: Any, absorb: Any) -> tuple:
 
 
 def _truncated(op: str, x: Any, cutoff: float, cutoff_mode: Any, max_bond: int, absorb: Any, renorm: int,
-               info: Any) -> tuple:
-    """The truncated decomposition by the SVD, as quimb's: (left, s or None, right)."""
+               info: Any, signed: bool = False) -> tuple:
+    """The truncated decomposition by the SVD, as quimb's: (left, s or None, right). ``signed``: x is
+    Hermitian, and values returned on their own are its eigenvalues (|λ| the singular values)."""
     absorb, mode = _code(op, absorb, ABSORB_CODES), _code(op, cutoff_mode, CUTOFF_MODES)
     renorm = int(renorm or 0)
     seen = {}
@@ -94,14 +98,25 @@ def _truncated(op: str, x: Any, cutoff: float, cutoff_mode: Any, max_bond: int, 
         seen["values"], seen["k"] = values, kept_count(values, cutoff, mode, int(max_bond), renorm)
         return seen["k"]
 
-    if absorb in SPLIT_ABSORB and x.ndim == 2:
+    if (absorb in SPLIT_ABSORB or absorb is None) and x.ndim == 2:
         s = session(op)
-        left, right, sv = (wrap(t) for t in s.split(lift(s, x), k=keep, absorb=SPLIT_ABSORB[absorb], values=True))
+        left, right, sv = (wrap(t) for t in s.split(lift(s, x), k=keep, absorb=SPLIT_ABSORB.get(absorb, "right"),
+                                                       values=True))
         k = seen["k"]
         if renorm > 0 and k < sv.shape[0]:
-            c, a = _renormalised(sv, k, renorm), {-1: 1.0, 0: 0.5, 1: 0.0}[absorb]
+            c, a = _renormalised(sv, k, renorm), {-1: 1.0, 0: 0.5, 1: 0.0, None: 0.0}[absorb]
             left, right = left * fn.power(c, a), right * fn.power(c, 1.0 - a)
-        result = (left, None, right)
+        if absorb is None:  # (U, s, Vᴴ) as l, s and s⁻¹ r: their product is l·r's, whatever s's rows
+            values = sv[:k] * c if renorm > 0 and k < sv.shape[0] else sv[:k]
+            if signed:  # λ_j = s_j · sign(u_jᴴ x u_j); then s⁻¹·r holds u_jᴴ, as quimb's Vᴴ = Uᴴ
+                vectors = np.asarray(value_of(left))
+                quotients = np.einsum("aj,ab,bj->j", vectors.conj(), np.asarray(value_of(x)), vectors).real
+                values = values * np.where(quotients < 0, -1.0, 1.0)
+            positive = np.asarray(value_of(values)) != 0
+            right = right * fn.where(positive, 1.0 / fn.where(positive, values, 1.0), 0.0)[:, None]
+            result = (left, values, right)
+        else:
+            result = (left, None, right)
     else:
         u, sv, vh = linalg.svd(x, full_matrices=False)
         k = keep(np.asarray(value_of(sv)))
@@ -130,14 +145,14 @@ def eigh_truncated(x: Any, cutoff: float = -1.0, cutoff_mode: Any = 2, max_bond:
                    renorm: int = 0, positive: Any = 0, shift: Any = False) -> tuple:
     """quimb's ``eigh_truncated`` (method "eigh", a Hermitian x), with its diagonal ``shift``: the
     factors of the same truncation, by the SVD. Where the values come back on their own (absorb
-    None, "svals"), they are the eigenvalues, signed, as quimb's."""
+    None, "svals"), they are the eigenvalues, signed, as quimb's (with Vᴴ = Uᴴ)."""
     shift = {False: 0.0, True: -1.0}.get(shift, shift)
     if shift:
         trace = fn.sum(mp.diagonal(x))
         scale = np.finfo(np.dtype(fn.asarray(x).dtype)).eps if shift < 0 else shift
         x = x + (trace * scale) * np.eye(x.shape[-1])
-    if _code("eigh_truncated", absorb, ABSORB_CODES) in SPLIT_ABSORB:
-        return _truncated("eigh_truncated", x, cutoff, cutoff_mode, max_bond, absorb, renorm, None)
+    if _code("eigh_truncated", absorb, ABSORB_CODES) in SPLIT_ABSORB or absorb is None:
+        return _truncated("eigh_truncated", x, cutoff, cutoff_mode, max_bond, absorb, renorm, None, signed=True)
     w, v = linalg.eigh(x)
     order = np.argsort(-np.abs(np.asarray(value_of(w))), kind="stable")
     w, v = w[order], v[:, order]
@@ -149,7 +164,33 @@ def eigh_truncated(x: Any, cutoff: float = -1.0, cutoff_mode: Any = 2, max_bond:
     return _absorbed(v, w, fn.conj(mp.swapaxes(v, -1, -2)), _code("eigh_truncated", absorb, ABSORB_CODES))
 
 
+#: A pivot of R below this, relative to the largest, makes the QR's later columns no function of x:
+#: qr_stabilized then splits by the SVD instead (exact for a network that contracts the factors again).
+PIVOT_FLOOR = 1e-6
+
+
+def qr_stabilized(x: Any, absorb: Any = 1, stabilized: bool = True, **kwargs: Any) -> tuple:
+    """quimb's ``qr_stabilized`` (canonisation: Q with R's diagonal real ≥ 0, and its LQ form for
+    absorb "left"). Where R has a (near) zero pivot, Q's later columns have no derivative, and the
+    factors come from ``split`` instead: an isometry and the rest, exact for a network that
+    contracts them again; elsewhere they are the QR's, whose rules are exact there."""
+    absorb = _code("qr_stabilized", absorb, ABSORB_CODES)
+    if absorb not in (1, -1, 10, 11, -10, -11):
+        raise InvalidArgument("qr_stabilized", "absorb 'right', 'left' or one of their one-sided forms", repr(absorb))
+    transposed = absorb in (-1, -10, -11)
+    y = mp.swapaxes(x, -2, -1) if transposed else x
+    q, r = linalg.qr(y)
+    pivots = np.abs(np.diagonal(np.asarray(value_of(r)), axis1=-2, axis2=-1))
+    if y.ndim == 2 and pivots.size and pivots.min() <= PIVOT_FLOOR * pivots.max():
+        s = session("qr_stabilized")
+        q, r = (wrap(t) for t in s.split(lift(s, y), absorb="right"))
+    if transposed:
+        q, r = mp.swapaxes(r, -2, -1), mp.swapaxes(q, -2, -1)
+        return {-1: (q, None, r), -10: (q, None, None), -11: (None, None, r)}[absorb]
+    return {1: (q, None, r), 10: (q, None, None), 11: (None, None, r)}[absorb]
+
+
 def register(autoray: Any, backend: str) -> None:
     """Make quimb's decompositions of ``backend``'s arrays these (autoray finds them by name)."""
-    for f in (svd_truncated, svd_via_eig_truncated, eigh_truncated):
+    for f in (svd_truncated, svd_via_eig_truncated, eigh_truncated, qr_stabilized):
         autoray.register_function(backend, f.__name__, f)

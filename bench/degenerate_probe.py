@@ -178,12 +178,14 @@ def split_cases(quick: bool) -> None:
                 v = u if herm else unitary(5, dtype)
                 return np.diag(np.asarray(s, dtype=dtype)) if how == "diag" else (u * s) @ v.conj().T
 
-            probe(f"control split {method} both (5,4,3,2,1) rot", dtype, loss, [build([5, 4, 3, 2, 1], "rot")],
-                  hermitian=herm, with_jax=jax_here)
+            a = build([5, 4, 3, 2, 1], "rot")
+            for ab in ["both", "none"]:
+                probe(f"control split {method} {ab} (5,4,3,2,1) rot", dtype, lambda xs, ab=ab: loss(xs, absorb=ab),
+                      [a], hermitian=herm, with_jax=jax_here and ab == "both")
             for sname, s in spectra.items():
                 for how in ["rot"] if quick else ["rot", "diag"]:
                     a = build(s, how)
-                    for ab in absorbs:
+                    for ab in absorbs if jax_here else ["both"]:  # (positive=True: only 'both' differs)
                         probe(f"split {method} {ab} {sname} {how}", dtype,
                               lambda xs, ab=ab: loss(xs, absorb=ab), [a], hermitian=herm,
                               with_jax=jax_here and ab == "both")
@@ -202,7 +204,7 @@ def split_cases(quick: bool) -> None:
 
         for st in (True, False):
             probe(f"{'' if st else 'control '}split qr 4x6, column 2 zero, stabilized={st}", dtype,
-                  lambda xs, st=st: qr_loss(xs, st), [a])
+                  lambda xs, st=st: qr_loss(xs, st), [a], with_jax=st)
 
 
 def with_arrays(template, xs):
@@ -279,13 +281,13 @@ def mps_cases(quick: bool) -> None:
                 run(f"{state} L={L} {oname}", template, op, with_jax=jax_mps and oname.startswith("compress"))
         z2 = z2_mps(L, 3, dtype)
         noisy = with_arrays(z2, [t.data + 1e-6 * randn(t.shape, dtype) for t in z2])
-        run(f"control z2+1e-6 noise L={L} compress(max_bond=4)", noisy, compress4)
+        run(f"control z2+1e-6 noise L={L} compress(max_bond=4)", noisy, compress4, with_jax=jax_mps)
         for chi in [6, 4, 3]:
             run(f"z2 L={L} D=2x3 compress(max_bond={chi})", z2, inplace("compress", max_bond=chi, cutoff=0.0),
                 inside=chi == 3, with_jax=jax_mps and chi == 4)
-        run(f"z2 L={L} D=2x3 left_canonize() (QR only)", z2, ops["left_canonize()"])
+        run(f"z2 L={L} D=2x3 left_canonize() (QR only)", z2, ops["left_canonize()"], with_jax=False)
         run(f"z2 L={L} D=2x3 compress(max_bond=4, form=flat) (no QR)", z2,
-            inplace("compress", max_bond=4, cutoff=0.0, form="flat"))
+            inplace("compress", max_bond=4, cutoff=0.0, form="flat"), with_jax=False)
 
 
 def peps_cases(quick: bool) -> None:

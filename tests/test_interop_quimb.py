@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
+import tenferro_py as tf
 import tenferro_py.numpy as tnp
 
 with warnings.catch_warnings():
@@ -180,3 +181,104 @@ def test_tn_optimizer_reaches_the_dmrg_energy():
 def test_the_handler_runs_on_the_host_only():
     with pytest.raises(Exception, match="device 'cpu'"):
         quimb_handler.TenferroHandler(device="cuda")
+
+
+# --- degenerate spectra: symmetric, GHZ-like and zero-padded states (docs/spectral.md#degenerate) ---------
+
+
+def _with_spectrum(rng, values, complex_):
+    def unitary():
+        z = rng.standard_normal((5, 5)) + (1j * rng.standard_normal((5, 5)) if complex_ else 0)
+        return np.linalg.qr(z)[0]
+    return unitary() @ np.diag(values) @ unitary().conj().T
+
+
+@pytest.mark.parametrize("complex_", [False, True], ids=["real", "complex"])
+@pytest.mark.parametrize("absorb", ["both", "left", "right"])
+@pytest.mark.parametrize("method", ["svd", "svd:eig", "eigh"])
+@pytest.mark.parametrize("values", [(2.0, 2.0, 1.0, 0.5, 0.5), (3.0, 2.0, 1.0, 0.0, 0.0)], ids=["pairs", "zeros"])
+def test_tensor_split_at_repeated_and_zero_values_is_exact(rng, complex_, absorb, method, values):
+    """Σ (l·r) ∘ W of an untruncated split is Σ A ∘ W: its gradient is W (conjugated, for complex A,
+    in quimb's convention), whatever repeats or vanishes; JAX gives NaN at the pairs."""
+    a = _with_spectrum(rng, values, complex_)
+    if method == "eigh":
+        a = a @ a.conj().T
+    w = rng.standard_normal((5, 5))
+
+    def loss(x):
+        left, right = qtn.Tensor(x, inds=("i", "j")).split(["i"], method=method, cutoff=0.0, absorb=absorb,
+                                                          get="tensors")
+        return tnp.real(tnp.sum((left @ right).data * w))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tf.DegenerateDerivativeWarning)  # exact: nothing to tell
+        _, g = tnp.value_and_grad(loss)(a)
+    np.testing.assert_allclose(g, w, atol=1e-12)
+
+
+def _ghz(n, complex_, pad=None):
+    arrays = []
+    for i in range(n):
+        a = np.zeros((2, 2) if i in (0, n - 1) else (2, 2, 2), dtype=complex if complex_ else float)
+        for v in (0, 1):
+            a[(v,) * a.ndim] = 1.0
+        arrays.append(a)
+    arrays[0] = arrays[0] / np.sqrt(2) * (np.array([1.0, np.exp(0.7j)])[None, :] if complex_ else 1.0)
+    if pad:
+        arrays = [np.pad(a, [(0, pad - 2)] * (a.ndim - 1) + [(0, 0)]) for a in arrays]
+    return qtn.MatrixProductState(arrays)
+
+
+def _directional_error(rng, mps, transform):
+    """The gradient of the transverse-field Ising energy of transform(mps) along two random
+    directions, against a Richardson-extrapolated central difference of the NumPy run."""
+    n = mps.L
+    ham = qtn.MPO_ham_ising(n, j=1.0, bx=0.7)
+
+    def energy(*xs):
+        p = transform(with_arrays(mps, xs))
+        return autoray.do("real", p.H @ ham.apply(p)) / autoray.do("real", p.H @ p)
+
+    arrays = [t.data for t in mps]
+    _, grads = tnp.value_and_grad(energy, argnums=tuple(range(n)))(*arrays)
+    worst = 0.0
+    for _ in range(2):
+        d = [rng.standard_normal(a.shape) + (1j * rng.standard_normal(a.shape) if a.dtype.kind == "c" else 0)
+             for a in arrays]
+        at = lambda h: float(energy(*[a + h * e for a, e in zip(arrays, d)]))  # noqa: E731
+        central = lambda h: (at(h) - at(-h)) / (2 * h)  # noqa: E731
+        want = (4 * central(5e-4) - central(1e-3)) / 3
+        got = sum(float(np.real(np.vdot(g, e))) for g, e in zip(grads, d))
+        worst = max(worst, abs(got - want) / abs(want))
+    return worst
+
+
+@pytest.mark.parametrize("complex_", [False, True], ids=["real", "complex"])
+@pytest.mark.parametrize("pad", [None, 4], ids=["ghz", "ghz-padded"])
+def test_compressing_a_ghz_mps_gives_the_exact_gradient(rng, complex_, pad):
+    """compress(max_bond=2, cutoff=0) leaves a GHZ state as it is (Schmidt values 1/√2 twice at every
+    bond; padded with zeros to bond 4, zeros besides): the gradient of the energy is that of the
+    state itself, to central differences (it was 63 % off)."""
+    transform = lambda p: (p.compress(max_bond=2, cutoff=0.0), p)[1]  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _directional_error(rng, _ghz(6, complex_, pad), transform) < 1e-8
+
+
+def test_canonizing_a_padded_ghz_mps_is_exact(rng):
+    """Canonisation by QR of a zero-padded state: zero pivots, so split instead of the QR."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _directional_error(rng, _ghz(6, False, pad=4), lambda p: (p.canonize(2), p)[1]) < 1e-8
+
+
+@pytest.mark.parametrize("complex_", [False, True], ids=["real", "complex"])
+def test_gauging_a_ghz_mps_is_exact_or_told(rng, complex_):
+    """gauge_all_simple uses the bonds' singular values on their own (its gauges), not only in the
+    product: where that meets the GHZ state's repeated values, the gradient is exact or the
+    library says it may not be (it was 47 % off, silently)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        error = _directional_error(rng, _ghz(6, complex_), lambda p: p.gauge_all_simple())
+    told = any(issubclass(w.category, tf.DegenerateDerivativeWarning) for w in caught)
+    assert error < 1e-8 or told, error

@@ -237,3 +237,13 @@ def test_eigh_reports_a_cut_and_a_splitting_direction(rng):
     splitting = q @ np.array([[0, 0, 0, 0], [0, 0, 1.0, 0], [0, 1.0, 0, 0], [0, 0, 0, 0]]) @ q.T
     with pytest.warns(DegenerateDerivativeWarning, match="eigh: the direction splits"):
         rt.jvp(eng, z, x, tf.Tensor(splitting))
+
+
+def test_qr_reports_a_zero_pivot(rng):
+    rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+    a = rng.standard_normal((5, 3))
+    a[:, 1] = a[:, 0]  # dependent columns: R_11 = 0
+    x = rt.variable_from(tf.Tensor(a))
+    y = rt.with_eager_session(eng, lambda s: s.reduce_sum(s.qr(x)[0]))
+    with pytest.warns(DegenerateDerivativeWarning, match="qr: R has a zero pivot at column 1"):
+        rt.grad(eng, y, x)

@@ -227,3 +227,17 @@ def test_tnp_angle_in_degrees_and_logaddexp_broadcast(rng):
     assert tnp.value_and_grad(f)(a)[0] == pytest.approx(np.sum(np.logaddexp(a, 0.5)), rel=1e-15)
     np.testing.assert_allclose(tnp.grad(f)(a), 1 / (1 + np.exp(0.5 - a)), rtol=1e-14)
     tnp.check_grads(lambda u, v: tnp.logaddexp(u, v), [a, rng.standard_normal(3)])
+
+
+@pytest.mark.parametrize("op", ["sqrt", "power"])
+def test_an_infinite_slope_at_zero_passes_no_nan_where_nothing_flows(op):
+    """√x and x**0.25 at x = 0 have an infinite slope: a cotangent of 0 there gives 0 (quimb's √s
+    gauges at zero singular values, which the loss does not see), a nonzero one stays infinite."""
+    rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+    x = rt.variable_from(tf.Tensor(np.array([0.0, 4.0, 0.0])))
+    f = (lambda s, v: s.sqrt(v)) if op == "sqrt" else (lambda s, v: s.real_pow(v, 0.25))
+    y = rt.with_eager_session(eng, lambda s: f(s, x))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = rt.vjp(eng, y, x, tf.Tensor(np.array([0.0, 1.0, 1.0]))).value().to_numpy()
+    slope = 0.25 if op == "sqrt" else 0.25 * 4.0 ** -0.75
+    assert g[0] == 0.0 and g[1] == pytest.approx(slope) and g[2] == np.inf

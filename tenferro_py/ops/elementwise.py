@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 from ..rules import RuleSet
-from ..structure import Embedded, Product, Structured, embedded, hull
+from ..structure import Embedded, Product, Structured, dense, embedded, hull
 from ..tensor import Aval, Tensor, is_real_number
 from .structural import SliceConfig
 
@@ -216,7 +216,20 @@ neg = RULES.define_linear("neg", same_aval, lambda x: (np.negative(x),), lambda 
                           structured=on_blocks(lambda s, x: s.neg(x), lambda s, x: Product(s.neg(x.left), x.right)))
 exp = unary("exp", np.exp, lambda s, t, x, y: s.mul(t, y))
 log = unary("log", np.log, lambda s, t, x, y: s.div(t, x))
-sqrt = unary("sqrt", np.sqrt, lambda s, t, x, y: s.scale_real(s.div(t, y), 0.5))
+def nothing_where_nothing_flows(s, t, at, derivative):
+    """``derivative`` (t times a slope that is infinite where ``at`` is 0), but 0 where t is 0 there:
+    an infinite slope times a tangent of 0 is no change, not NaN (a gauge √s at s = 0 that the loss
+    does not see). Where t is not 0 the infinity stays, as it is. Checked on the values, so
+    spectra without zeros take the plain rule."""
+    if not np.any(at.value().to_numpy() == 0):
+        return derivative()
+    t = dense(s, t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return s.where(s.bind(zero_mask, t)[0], s.zeros(t.shape, t.dtype), derivative())
+
+
+sqrt = unary("sqrt", np.sqrt,
+             lambda s, t, x, y: nothing_where_nothing_flows(s, t, y, lambda: s.scale_real(s.div(t, y), 0.5)))
 square = unary("square", np.square, lambda s, t, x, y: s.mul(t, s.scale_real(x, 2.0)))
 sin = unary("sin", np.sin, lambda s, t, x, y: s.mul(t, s.cos(x)))
 cos = unary("cos", np.cos, lambda s, t, x, y: s.neg(s.mul(t, s.sin(x))))
@@ -247,7 +260,8 @@ def _integer_pow_deriv(s, t, x, y, exponent):
 def _real_pow_deriv(s, t, x, y, exponent):
     if exponent == 0:
         return None
-    return s.mul(t, s.scale_real(s.real_pow(x, exponent - 1.0), exponent))
+    slope = lambda: s.mul(t, s.scale_real(s.real_pow(x, exponent - 1.0), exponent))  # noqa: E731
+    return nothing_where_nothing_flows(s, t, x, slope) if exponent < 1 else slope()
 
 
 integer_pow = unary("integer_pow", lambda x, exponent: np.power(x, exponent), _integer_pow_deriv)

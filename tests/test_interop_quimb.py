@@ -245,6 +245,7 @@ def _directional_error(rng, mps, transform):
     for _ in range(2):
         d = [rng.standard_normal(a.shape) + (1j * rng.standard_normal(a.shape) if a.dtype.kind == "c" else 0)
              for a in arrays]
+        d = [e * np.linalg.norm(a) / np.linalg.norm(e) for a, e in zip(arrays, d)]  # each tensor's own scale
         at = lambda h: float(energy(*[a + h * e for a, e in zip(arrays, d)]))  # noqa: E731
         central = lambda h: (at(h) - at(-h)) / (2 * h)  # noqa: E731
         want = (4 * central(5e-4) - central(1e-3)) / 3
@@ -282,3 +283,25 @@ def test_gauging_a_ghz_mps_is_exact_or_told(rng, complex_):
         error = _directional_error(rng, _ghz(6, complex_), lambda p: p.gauge_all_simple())
     told = any(issubclass(w.category, tf.DegenerateDerivativeWarning) for w in caught)
     assert error < 1e-8 or told, error
+
+
+@pytest.mark.parametrize("complex_", [False, True], ids=["real", "complex"])
+def test_compressing_a_z2_symmetric_mps_without_truncation_is_exact(rng, complex_):
+    """φ + Xφ with Z2 blocks diag(B⁰, B¹), diag(B¹, B⁰): every Schmidt value comes twice, by symmetry
+    (no np.diag); compress(max_bond=6) keeps all, through QRs with zero pivots and SVDs with pairs."""
+    d, n = 3, 6
+    arrays = []
+    for i in range(n):
+        draw = lambda *shape: rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if complex_ else 0)  # noqa: E731
+        if i in (0, n - 1):
+            vec, a = draw(d), np.zeros((2 * d, 2), dtype=complex if complex_ else float)
+            a[:d, 0], a[d:, 1] = vec, vec
+        else:
+            b, a = [draw(d, d) for _ in (0, 1)], np.zeros((2 * d, 2 * d, 2), dtype=complex if complex_ else float)
+            for sigma in (0, 1):
+                a[:d, :d, sigma], a[d:, d:, sigma] = b[sigma], b[1 - sigma]
+        arrays.append(a / np.linalg.norm(a))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        error = _directional_error(rng, qtn.MatrixProductState(arrays), lambda p: (p.compress(max_bond=6, cutoff=0.0), p)[1])
+    assert error < 1e-8

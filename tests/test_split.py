@@ -148,19 +148,18 @@ def test_a_cut_inside_a_multiplet_is_reported(rng):
 
 
 @pytest.mark.parametrize("absorb", ABSORB)
-def test_a_loss_of_the_gauge_at_repeated_values_is_reported(rng, absorb):
-    """‖l‖⁴ depends on the factors, not only on l·r: at a repeated value it has no derivative along
-    the directions that split it. The warning names the values; along a direction that keeps them
-    repeated the result is still the derivative."""
+def test_a_loss_of_the_basis_at_repeated_values_is_reported(rng, absorb):
+    """Σ l⁴ entrywise depends on the basis chosen inside a repeated value, not only on l·r or on a
+    unitary gauge of the bond: it has no derivative along the directions that split the value. The
+    warning names it; along a direction that keeps the value repeated the result is the derivative."""
     rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
     q1, q2 = basis(rng, 4), basis(rng, 4)
     a = q1 @ np.diag([2.0, 2.0, 1.0, 0.5]) @ q2.T
     x = rt.variable_from(tf.Tensor(a))
 
     def loss(s, x):
-        left = s.split(x, absorb=absorb)[0]
-        norm = s.reduce_sum(s.mul(left, left))
-        return s.mul(norm, norm)
+        squares = s.square(s.split(x, absorb=absorb)[0])
+        return s.reduce_sum(s.mul(squares, squares))
 
     y = rt.with_eager_session(eng, lambda s: loss(s, x))
     with pytest.warns(DegenerateDerivativeWarning, match=r"not invariant under a gauge on the bond.*\b2\b"):
@@ -169,6 +168,20 @@ def test_a_loss_of_the_gauge_at_repeated_values_is_reported(rng, absorb):
     f = lambda m: rt.with_eager_session(eng, lambda s: loss(s, rt.constant_from(tf.Tensor(m)))).item()  # noqa: E731
     h = 1e-6
     assert abs(np.sum(g * keeping) - (f(a + h * keeping) - f(a - h * keeping)) / (2 * h)) < 1e-7
+
+
+@pytest.mark.parametrize("complex_", [False, True], ids=["real", "complex"])
+@pytest.mark.parametrize("absorb", ABSORB)
+def test_a_loss_invariant_under_unitary_gauges_is_exact_at_repeated_values(rng, complex_, absorb, no_warning):
+    """‖l‖⁴ + ‖r‖² sees the bond's unitary gauges only (not l·r alone), as a truncating sweep does
+    downstream of a split: at repeated nonzero values its derivative exists, and the repair, which
+    splits each entry between l and r as the SVD's own tangent does, gives it."""
+    def loss(s, x):
+        left, right = s.split(x, absorb=absorb)
+        norm = s.real(s.reduce_sum(s.mul(s.conj(left), left)))
+        return s.add(s.mul(norm, norm), s.real(s.reduce_sum(s.mul(s.conj(right), right))))
+
+    check_grads(loss, [with_spectrum(rng, 5, 5, [2.0, 2.0, 1.0, 0.5, 0.5], complex_)], order=1, rtol=1e-8)
 
 
 def test_bad_input_names_split(rng):

@@ -92,11 +92,23 @@ class _Spectrum:
         self.cut = k < values.size and k > 0 and values[k - 1] - values[k] <= tie
         self.cut_values = (float(values[k - 1]), float(values[k])) if self.cut else None
         self.positive = kept > 0
+        # Repeated values made exactly equal (each run its mean, on either side of the cut): the
+        # SVD's broadened 1/δ is then 0 between them instead of ~1e8/s₁ at LAPACK's ties, where it
+        # would magnify rounding into the standard part.
+        self.snap = np.zeros(values.size)
+        for block in degenerate.repeated_blocks(values, eps):
+            if block[0] >= k or block[-1] < k:
+                self.snap[block] = values[block].mean() - values[block]
         powers = np.where(self.positive, a, zero_side(shape)) if a == 0.5 else np.full(k, a)  # each column's a
         self.zero_left = (~self.positive) & (powers == 0.0) if a == 0.5 else np.zeros(k, bool)  # l holds u_j
         self.zero_right = (~self.positive) & (powers == 1.0) if a == 0.5 else np.zeros(k, bool)  # r holds v_jᴴ
         right_weight, left_weight = factor_powers(kept, a, shape)[::-1]  # s^(1−a), s^a: what l̄, r̄ carry
         self.take_left = right_weight[None, :] >= left_weight[:, None] if a == 0.5 else np.full((k, k), a == 1.0)
+        # The share of entry (i, j) of the kept block that goes onto l: where both values are nonzero
+        # under a = ½, half, as the SVD's own tangent at split values splits it (so a loss invariant
+        # under unitary gauges alone gets its derivative too); else all on the side that can carry it.
+        both = self.positive[:, None] & self.positive[None, :]
+        self.share_left = np.where(both, 0.5, self.take_left) if a == 0.5 else self.take_left.astype(float)
         vanishing_left = ~self.positive & (powers < 1.0)  # where s^(a−1) has no value
         vanishing_right = ~self.positive & (powers > 0.0)
         self.lost_block = bool((np.where(self.take_left, vanishing_left[None, :], vanishing_right[:, None])).any())
@@ -161,9 +173,9 @@ class _Factors:
         if a == 0.5:  # s^(a−1) = 1 where r holds v_jᴴ (a = 1), s^(−a) = 1 where l holds u_j (a = 0)
             self.inverse_left = s.add(self.inverse_left, _constant(s, spec.zero_right, like))
             self.inverse_right = s.add(self.inverse_right, _constant(s, spec.zero_left, like))
-        take_left = _constant(s, spec.take_left, like)
-        self.weight_left = s.mul(take_left, s.broadcast_in_dim(self.inverse_left, (k, k), [1]))
-        self.weight_right = s.mul(s.sub(full(s, (k, k), values.dtype, 1), take_left),
+        share = _constant(s, spec.share_left, like)
+        self.weight_left = s.mul(share, s.broadcast_in_dim(self.inverse_left, (k, k), [1]))
+        self.weight_right = s.mul(s.sub(full(s, (k, k), values.dtype, 1), share),
                                   s.broadcast_in_dim(self.inverse_right, (k, k), [0]))
 
 
@@ -225,7 +237,7 @@ def _split_jvp(s, tangents, primals, outputs, *, k, absorb, derivative_eps):
     # puts it on the bond instead.
     ties = _constant(s, spec.ties, x)
     untied = s.sub(dx, s.einsum([f.uk, s.mul(lift_real(s, ties, block), block), f.vtk], "ai,ij,jb->ab"))
-    dl, dr = _standard_jvp(s, f, untied, x, sv, eps)
+    dl, dr = _standard_jvp(s, f, untied, x, _snapped(s, sv, spec, x), eps)
     achieved = s.add(_scaled(s, s.einsum([cj(s, f.uk), dl], "ai,aj->ij"), f.right_power, 1),
                      _scaled(s, s.einsum([dr, cj(s, f.vtk)], "ib,jb->ij"), f.left_power, 0))
     defect = s.sub(block, achieved)
@@ -245,11 +257,14 @@ def _split_jvp(s, tangents, primals, outputs, *, k, absorb, derivative_eps):
     return dl, dr
 
 
-def _gauge_response(l, r, lb, rb) -> float:
-    """‖lᴴl̄ − r̄rᴴ‖ relative to its two terms: 0 for a loss invariant under a gauge on the bond."""
+def _gauge_response(l, r, lb, rb) -> tuple[float, float]:
+    """D = lᴴl̄ − r̄rᴴ, the loss's response to a gauge on the bond (l → l(1 + X), r → (1 − X) r changes
+    it by Re tr(Dᴴ X)), relative to its two terms: (‖D‖, ‖its anti-Hermitian part‖). The first is 0
+    for a loss invariant under every invertible gauge, the second for one invariant under unitary ones."""
     lv, rv, lbv, rbv = (np.asarray(t.value().to_numpy()) for t in (l, r, lb, rb))
     first, second = lv.conj().T @ lbv, rbv @ rv.conj().T
-    return float(np.linalg.norm(first - second) / max(np.linalg.norm(first) + np.linalg.norm(second), 1e-300))
+    d, scale = first - second, max(np.linalg.norm(first) + np.linalg.norm(second), 1e-300)
+    return float(np.linalg.norm(d) / scale), float(np.linalg.norm(d - d.conj().T) / (2 * scale))
 
 
 def _split_vjp(s, cotangents, primals, outputs, needs, *, k, absorb, derivative_eps):
@@ -270,12 +285,14 @@ def _split_vjp(s, cotangents, primals, outputs, needs, *, k, absorb, derivative_
         return (_standard_vjp(s, _Factors(s, u, sv, vt, k, a, eps, spec, x), lb, rb, x, sv, eps), None, None, None)
     u = s.bind(second_order_guard_p, u, x, sv, vt, derivative_eps=derivative_eps)[0]
     f = _Factors(s, u, sv, vt, k, a, eps, spec, x)
-    invariant = _gauge_response(*outputs, lb, rb) <= GAUGE_INVARIANT
-    if (spec.repeated or spec.zeros) and not invariant:
-        named = ", ".join(f"{v:.6g}" for v in spec.repeated[:6]) or "0"
-        _warn(f"the loss is not invariant under a gauge on the bond, and meets repeated or zero singular values "
-              f"({named}): it has no derivative along directions that split them, and gets the one along directions "
-              "that keep them; make the loss depend on l and r only through l·r, or use svd")
+    response, unitary_response = _gauge_response(*outputs, lb, rb)
+    invariant = response <= GAUGE_INVARIANT
+    if spec.repeated and unitary_response > GAUGE_INVARIANT or spec.zeros and not invariant:
+        named = ", ".join(f"{v:.6g}" for v in spec.repeated[:6]) if unitary_response > GAUGE_INVARIANT else "0"
+        _warn(f"the loss is not invariant under a gauge on the bond (a unitary one, at repeated values; any, at zero "
+              f"ones), and meets such singular values ({named}): it has no derivative along directions that split "
+              "them, and gets the one along directions that keep them; make the loss depend on l and r only "
+              "through l·r, or use svd")
     elif spec.lost(m, n, kk):
         _warn("factors that vanish at exact zero singular values were kept: the gradient's part along the directions "
               "that move them is not in the cotangents; drop the zeros (a cutoff above 0) or absorb them into one side")
@@ -308,8 +325,14 @@ def _split_vjp(s, cotangents, primals, outputs, needs, *, k, absorb, derivative_
     left_rest = s.sub(left_rest, s.einsum([f.uk, s.mul(lift_real(s, drop, in_left), in_left)], "ai,ij->aj"))
     in_right = s.einsum([right_rest, cj(s, f.vtk)], "ib,jb->ij")
     right_rest = s.sub(right_rest, s.einsum([s.mul(lift_real(s, drop, in_right), in_right), f.vtk], "ij,jb->ib"))
-    rest = _standard_vjp(s, f, left_rest, right_rest, x, sv, eps)
+    rest = _standard_vjp(s, f, left_rest, right_rest, x, _snapped(s, sv, spec, x), eps)
     return (s.add(rest, _product(s, f, left_full, right_outside)), None, None, None)
+
+
+def _snapped(s, sv, spec: _Spectrum, like):
+    """The values with each run of repeated ones made exactly equal (a constant shift: the same
+    derivative)."""
+    return s.add(sv, _constant(s, spec.snap, like)) if spec.snap.any() else sv
 
 
 def _product(s, f: _Factors, left_full, right_outside):

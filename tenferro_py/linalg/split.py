@@ -23,10 +23,10 @@ from ..errors import ShapeMismatch
 from ..ops.complex_parts import lift_real
 from ..ops.elementwise import cj, full, real_dtype
 from ..ops.structural import SliceConfig
-from ..structure import dense
+from ..structure import dense, embedded
 from ..tensor import Aval, Tensor
 from . import degenerate
-from .common import RULES, columns, eps_of, extend
+from .common import RULES, columns, eps_of
 from .spectral import exact_unit, gap_coefficients, spectrum_scale, times
 from .svd import svd_jvp, svd_vjp
 
@@ -145,14 +145,18 @@ class _Factors:
     def __init__(self, s, u, sv, vt, k, a, eps, spec: "_Spectrum", like):
         self.u, self.sv, self.vt, self.k, self.a = u, sv, vt, k, a
         self.uk, self.vtk, svk = columns(s, u, k, 1), columns(s, vt, k, 0), columns(s, sv, k, 0)
-        inverse = gap_coefficients(s, sv, eps, k, sums=False)[2]  # the broadened 1/s, exact where s ≫ ε s₁
         one = lambda: full(s, (k,), svk.dtype, 1)  # noqa: E731
         root = s.sqrt(svk) if a == 0.5 else None
         self.left_power = svk if a == 1.0 else (root if a == 0.5 else one())  # s^a
         self.right_power = one() if a == 1.0 else (root if a == 0.5 else svk)  # s^(1−a)
-        # d(s^a)/ds and d(s^(1−a))/ds, as s^p · p/s with the broadened 1/s (finite at s = 0)
-        self.left_slope = one() if a == 1.0 else (None if a == 0.0 else s.scale_real(s.mul(root, inverse), 0.5))
-        self.right_slope = one() if a == 0.0 else (None if a == 1.0 else s.scale_real(s.mul(root, inverse), 0.5))
+        # d(s^a)/ds and d(s^(1−a))/ds: 1/(2√s) for a = ½, as √s times the broadened 1/s where values
+        # come near zero (finite at s = 0)
+        half = None
+        if a == 0.5:
+            inverse = gap_coefficients(s, sv, eps, k, sums=False)[2] if spec.active else s.div(one(), svk)
+            half = s.scale_real(s.mul(root, inverse), 0.5)
+        self.left_slope = one() if a == 1.0 else half
+        self.right_slope = one() if a == 0.0 else half
         if spec.zero_left.any() or spec.zero_right.any():  # exact zeros under a = ½: powers 0 or 1 there
             on_left, on_right = _constant(s, spec.zero_left, like), _constant(s, spec.zero_right, like)
             self.left_power, self.right_power = s.add(root, on_left), s.add(root, on_right)
@@ -201,8 +205,13 @@ def _standard_vjp(s, f: _Factors, lb, rb, x, sv, eps):
         sb = s.mul(f.left_slope, s.real(s.einsum([cj(s, f.uk), lb], "aj,aj->j")))
     if f.right_slope is not None:
         sb = s.accumulate(sb, s.mul(f.right_slope, s.real(s.einsum([cj(s, f.vtk), rb], "jb,jb->j"))))
-    kk = f.u.shape[1]
-    cts = (extend(s, ub, kk, 1), extend(s, sb, kk, 0), extend(s, vb, kk, 0))
+    kk, k = f.u.shape[1], f.k
+    if k == kk:
+        cts = (ub, sb, vb)
+    else:  # as blocks inside zeros, the form a slice's cotangent takes: the SVD's VJP then works on k columns
+        (m, _), n = ub.shape, vb.shape[1]
+        cts = (embedded(ub, (m, kk), ((0, m), (0, k))), None if sb is None else embedded(sb, (kk,), ((0, k),)),
+               embedded(vb, (kk, n), ((0, k), (0, n))))
     return svd_vjp(s, cts, (x,), (f.u, sv, f.vt), (True,), eps, checked=False)[0]
 
 

@@ -7,11 +7,13 @@ bond (l → lG, r → G⁻¹r), and its derivative is that of P_k, which exists 
 kept values where U and V have none. The rules are the SVD's, composed with the absorption, plus
 a repair that restores what the SVD's broadened coefficients drop there: the part of the kept
 block and of the complements that splits a repeated value or moves a zero one. The repair is put
-on the bond as a gauge direction (it changes l and r, and l·r exactly as P_k does), so it is
-exact for every gauge-invariant loss, zero along directions that keep the spectrum's
-degeneracies, and the VJP stays the JVP's transpose. Where the loss is not gauge-invariant, or
-the cut falls inside a multiplet, or the factors vanish (exact zeros kept in a √), the
-derivative does not exist or is not in the cotangents: a DegenerateDerivativeWarning says so.
+on the bond as a gauge direction (it changes l and r, and l·r exactly as P_k does), in the
+shares the SVD's own tangent gives them, so it is exact for every gauge-invariant loss and, at
+repeated nonzero values, for one invariant under unitary gauges alone; it is zero along
+directions that keep the spectrum's degeneracies, and the VJP stays the JVP's transpose. Where
+the loss depends on the basis inside repeated values, or the cut falls inside a multiplet, or
+zeros sit where no factor can carry their directions, the derivative does not exist or is not
+in the cotangents: a DegenerateDerivativeWarning says so.
 Derivation and tests: docs/spectral.md#degenerate.
 """
 
@@ -41,6 +43,7 @@ GAUGE_INVARIANT = 1e-8
 
 
 def _power(x, a):
+    """x^a for a in {0, ½, 1} (np.sqrt for ½)."""
     return x if a == 1.0 else (np.sqrt(x) if a == 0.5 else np.ones_like(x))
 
 

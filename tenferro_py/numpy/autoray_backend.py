@@ -27,6 +27,7 @@ import numpy as np
 from . import functions as fn
 from . import manipulation as mp
 from . import linalg, quimb_splits
+from .scipy import linalg as scipy_linalg
 from .array import as_array, ndarray, tracked
 
 #: The backend's name: autoray's functions for tnp arrays are looked up in this module.
@@ -89,6 +90,7 @@ def register() -> None:
 
     autoray.register_backend(ndarray, BACKEND)
     autoray.register_function(BACKEND, "linalg.svd", svd)
+    autoray.register_function(BACKEND, "linalg.expm", scipy_linalg.expm)  # autoray's name for scipy's expm
     for name, f in (("complex", complex), ("take", take), ("copy", copy), ("asfortranarray", asfortranarray)):
         autoray.register_function(BACKEND, name, f)
     for name in VALUE_FUNCTIONS:

@@ -313,3 +313,4 @@ def eigvals(a: Any) -> Any:
         return np.linalg.eigvals(a)
     s = session("eigvals")
     return wrap(s.eigvals(lift(s, a)))
+

@@ -13,15 +13,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import InvalidArgument
-from .array import broadcast_to_shape, lift, result_dtype, session, tracked, wrap
+from .array import broadcast_to_shape, lift, result_dtype, session, tracked, value_of, wrap
 from .contractions import dot, einsum, tensordot
-from .functions import asarray, multiply, sum, where
+from .functions import add, asarray, conj, multiply, sum, where
 from .shaping import normalize_axes, normalize_axis, rearranged, reshape, transpose
 
 __all__ = [
-    "append", "broadcast_to", "concatenate", "diag", "diagonal", "expand_dims", "flip", "fliplr", "flipud", "hstack",
-    "inner", "kron", "moveaxis", "outer", "ravel", "repeat", "roll", "rot90", "stack", "swapaxes", "tile",
-    "trace", "tril", "triu", "vstack",
+    "append", "argmax", "argmin", "argsort", "broadcast_to", "concatenate", "diag", "diagonal", "expand_dims", "flip",
+    "fliplr", "flipud", "hstack", "indices", "inner", "kron", "moveaxis", "outer", "pad", "ravel", "repeat", "roll",
+    "rot90", "sort", "stack", "swapaxes", "take_along_axis", "tile", "trace", "tril", "triu", "vdot", "vstack",
 ]
 
 
@@ -247,3 +247,87 @@ def kron(a: Any, b: Any) -> Any:
     interleaved = "".join(i + j for i, j in zip(left, right))
     return reshape(einsum(f"{left},{right}->{interleaved}", x, y), tuple(m * n for m, n in zip(x.shape, y.shape)))
 
+
+
+def vdot(a: Any, b: Any) -> Any:
+    """NumPy's vdot: Σ conj(a)·b over the flattened arrays."""
+    if not tracked(a, b):
+        return np.vdot(a, b)
+    return sum(multiply(conj(ravel(asarray(a))), ravel(asarray(b))))
+
+
+# --- by position: sorting, gathering, padding ---------------------------------------------------------
+
+
+def argmax(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """NumPy's argmax, of the values (an index has no derivative)."""
+    return np.argmax(value_of(a), axis=axis, keepdims=keepdims)
+
+
+def argmin(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """NumPy's argmin, of the values."""
+    return np.argmin(value_of(a), axis=axis, keepdims=keepdims)
+
+
+def argsort(a: Any, axis: Any = -1, kind: Any = None) -> Any:
+    """NumPy's argsort, of the values."""
+    return np.argsort(value_of(a), axis=axis, kind=kind)
+
+
+def indices(dimensions: Sequence[int], dtype: Any = int, sparse: bool = False) -> Any:
+    """NumPy's indices (a grid of positions: NumPy data)."""
+    return np.indices(dimensions, dtype=dtype, sparse=sparse)
+
+
+def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
+    """NumPy's take_along_axis: arr's entries at the integer ``indices`` along ``axis`` (None: of the
+    flattened arr), the other axes broadcast against each other; one gather, differentiable in arr."""
+    positions = np.asarray(value_of(indices))
+    if not tracked(arr):
+        return np.take_along_axis(arr, positions, axis)
+    x = asarray(arr)
+    if axis is None:
+        x, positions, axis = ravel(x), positions.ravel(), 0
+    axis = normalize_axis("take_along_axis", axis, x.ndim)
+    if positions.ndim != x.ndim or positions.dtype.kind not in "iu":
+        raise InvalidArgument("take_along_axis", f"integer indices of the array's rank {x.ndim}",
+                              f"{positions.dtype} of rank {positions.ndim}")
+    try:
+        shape = np.broadcast_shapes(tuple(1 if d == axis else n for d, n in enumerate(x.shape)), positions.shape)
+    except ValueError:
+        raise InvalidArgument("take_along_axis", f"indices that broadcast with shape {list(x.shape)} off the axis",
+                              f"shape {list(positions.shape)}") from None
+    x = broadcast_to(x, tuple(x.shape[d] if d == axis else n for d, n in enumerate(shape)))
+    grids = list(np.ix_(*[np.arange(n) for n in shape]))
+    grids[axis] = np.broadcast_to(positions, shape)
+    return x[tuple(grids)]
+
+
+def sort(a: Any, axis: Any = -1, kind: Any = None) -> Any:
+    """NumPy's sort (None: of the flattened a): the entries in the order argsort gives (stable), so
+    the derivative follows each entry to its place."""
+    if not tracked(a):
+        return np.sort(a, axis=axis, kind=kind)
+    x = asarray(a)
+    if axis is None:
+        x, axis = ravel(x), 0
+    return take_along_axis(x, np.argsort(value_of(x), axis=axis, kind="stable"), axis)
+
+
+def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
+    """NumPy's pad with mode 'constant' (``constant_values`` one number); other modes are refused."""
+    if not tracked(array, constant_values):
+        return np.pad(array, pad_width, mode=mode, constant_values=constant_values)
+    if mode != "constant":
+        raise InvalidArgument("pad", "mode='constant'", repr(mode))
+    x = asarray(array)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=int), (x.ndim, 2))
+    if (widths < 0).any():
+        raise InvalidArgument("pad", "pad widths ≥ 0", repr(pad_width))
+    s = session("pad")
+    shape = tuple(int(n + lo + hi) for n, (lo, hi) in zip(x.shape, widths))
+    padded = wrap(s.pad(lift(s, x), shape, tuple(int(lo) for lo, _ in widths)))
+    if np.ndim(value_of(constant_values)) != 0:
+        raise InvalidArgument("pad", "constant_values: one number", repr(constant_values))
+    outside = np.pad(np.zeros(x.shape), widths, constant_values=1.0)
+    return padded if not np.any(value_of(constant_values)) else add(padded, multiply(constant_values, outside))

@@ -117,6 +117,12 @@ class ArrayMethods:
         refuse_options("min", unsupported)
         return reduce("min", self, axis, keepdims, None, out)
 
+    def swapaxes(self, axis1: int, axis2: int) -> ndarray:
+        """NumPy's swapaxes."""
+        perm = list(range(self.ndim))
+        perm[axis1], perm[axis2] = perm[axis2], perm[axis1]
+        return transpose(self, perm)
+
     def __getitem__(self, key) -> ndarray:
         return getitem(self, key)
 

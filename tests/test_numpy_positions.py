@@ -64,3 +64,16 @@ def test_bad_input_is_named(a):
         tnp.grad(lambda x: tnp.sum(tnp.pad(x, 1, mode="reflect")))(a)
     with pytest.raises(InvalidArgument, match="take_along_axis"):
         tnp.grad(lambda x: tnp.sum(tnp.take_along_axis(x, np.zeros(3, int), 0)))(a)
+
+
+def test_a_pullback_names_a_wrong_shaped_cotangent_as_rt_vjp_does():
+    """tnp.vjp's pullback and rt.vjp give one error class for a cotangent of the wrong shape."""
+    import tenferro_py as tf
+
+    _, pullback = tnp.vjp(lambda x: x * 2.0, np.ones(3))
+    with pytest.raises(tf.ShapeMismatch, match=r"vjp: expected a cotangent of the output's shape \[3\], got \[4\]"):
+        pullback(np.ones(4))
+    rt, eng = tf.EagerRuntime(), tf.CpuEngine.serial()
+    x = rt.variable_from(tf.Tensor(np.ones(3)))
+    with pytest.raises(tf.ShapeMismatch, match="vjp"):
+        rt.vjp(eng, rt.with_eager_session(eng, lambda s: s.scale_real(x, 2.0)), x, tf.Tensor(np.ones(4)))

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..engine import CpuEngine
-from ..errors import DTypeMismatch, InvalidArgument, NonScalarGrad
+from ..errors import DTypeMismatch, InvalidArgument, NonScalarGrad, ShapeMismatch
 from ..runtime import EagerRuntime, current_session
 from ..session import EagerSession
 from ..tape import EagerTensor
@@ -176,8 +176,8 @@ def vjp(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[[Any], tupl
             def pull(s2: EagerSession, inner: bool) -> tuple:
                 cot = lift(s2, ct, _checked_dtype("vjp", "a cotangent of the output's", ct, y.dtype))
                 if cot.shape != y.shape:
-                    raise InvalidArgument("vjp", f"a cotangent of the output's shape {list(y.shape)}",
-                                          f"{list(cot.shape)}")
+                    raise ShapeMismatch("vjp", f"a cotangent of the output's shape {list(y.shape)}",
+                                        f"{list(cot.shape)}")
                 with _sweep(s2, inner):
                     cts = rt.vjp_optional(s2.engine, y, xs, cot) if y.is_tracked else [None] * len(xs)
                 return tuple(_result(c if c is not None else s2.zeros(x.shape, x.dtype), inner)

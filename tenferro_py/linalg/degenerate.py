@@ -124,20 +124,25 @@ def _splitting(op: str, what: str, within_split: bool) -> None:
                  "for factors a network contracts again use split, for a function of the matrix make it one op")
 
 
-def svd_cotangents(op: str, u, sv, vt, ub, vb, eps: float) -> None:
-    """The SVD's VJP check: U and V rotate together inside a block (ub, vb: dense cotangents of u
-    and vt, or None)."""
-    if ub is None and vb is None:
-        return
+def svd_cotangents(op: str, u, sv, vt, ub, vb, kk: int, eps: float) -> None:
+    """The SVD's VJP check: U and V rotate together inside a block. ``ub``, ``vb``: the cotangents'
+    leading blocks (columns of u, rows of vt before ``kk``; zero beyond), or None. Blocks wholly
+    beyond kk get no cotangent, so only those that start before it are read."""
     values = _numpy(sv)
-    blocks = repeated_blocks(values, eps)
+    blocks = [b for b in repeated_blocks(values, eps) if b[0] < kk]
     if not blocks:
         return
-    uv, vv = _numpy(u), _numpy(vt).conj().T
-    pairs = [(uv, _numpy(ub))] if ub is not None else []
+    reach = int(max(b[-1] for b in blocks)) + 1  # the columns the blocks reach
+
+    def padded(c):  # the cotangent's columns up to ``reach``, zero beyond its own
+        out = np.zeros((c.shape[0], reach), c.dtype)
+        out[:, :min(c.shape[1], reach)] = c[:, :reach]
+        return out
+
+    pairs = [] if ub is None else [(_numpy(u)[:, :reach], padded(_numpy(ub)))]
     if vb is not None:
-        pairs.append((vv, _numpy(vb).conj().T))
-    check_basis_free(op, values, blocks, [(b, np.pad(c, ((0, 0), (0, b.shape[1] - c.shape[1])))) for b, c in pairs])
+        pairs.append((_numpy(vt)[:reach].conj().T, padded(_numpy(vb).conj().T)))
+    check_basis_free(op, values, blocks, pairs)
 
 
 def svd_tangent(op: str, u, sv, vt, da, eps: float, within_split: bool = False) -> None:

@@ -228,10 +228,10 @@ def svd_vjp(s, cotangents, primals, outputs, needs, derivative_eps, within_split
     leaves zero beyond index k are cut to k, so the work is O(m n k), not O(m n K). S̄ alone gives
     the product U_k diag(S̄) V_kᴴ, two ops that need no kernel of their own."""
     u, sv, vt = outputs
-    if checked and (cotangents[0] is not None or cotangents[2] is not None):  # S̄ alone is basis-free
-        degenerate.svd_cotangents("svd", u, sv, vt, cotangents[0], cotangents[2], eps_of(s, derivative_eps))
     (ub, ku), (sb, ks), (vb, kv) = (_leading_block(s, c, ax) for c, ax in zip(cotangents, (1, 0, 0)))
     kk = max(ku, ks, kv)  # every cotangent is zero beyond index kk
+    if checked and (ub is not None or vb is not None):  # S̄ alone is basis-free
+        degenerate.svd_cotangents("svd", u, sv, vt, ub, vb, kk, eps_of(s, derivative_eps))
     if ub is None and vb is None:  # Ā = (U_k diag(S̄)) V_kᴴ: the values alone couple nothing
         uk, vtk = columns(s, u, kk, 1), columns(s, vt, kk, 0)
         scaled = s.mul(uk, s.broadcast_in_dim(lift_real(s, sb, u), uk.shape, [1]))

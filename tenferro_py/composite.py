@@ -41,39 +41,6 @@ def use_kernel_sessions(kernel_session: Any, tangent_session_type: Callable[[Any
     _kernel_sessions = (kernel_session, tangent_session_type, recording_session_type)
 
 
-class Replay:
-    """The ops of one run of a shape-determined reference, as a recording kernel session wrote them
-    down: run on new arrays of the same shapes and dtypes, the same kernels on the same slots in the
-    same order (so the same bits as the reference would give), without the reference's Python.
-
-    Slots 0 … count − 1 hold the inputs; ``constants`` are (slot, value) pairs made from shapes alone;
-    each step is (kernel, its input slots, its params, its first output slot, how many outputs). A
-    value is let go after the last step that reads it, as the reference's Python would let it go."""
-
-    __slots__ = ("count", "size", "constants", "steps", "outputs")
-
-    def __init__(self, count: int, size: int, constants: list, steps: list, outputs: list[int]):
-        last_read = {slot: i for i, (_, slots, _, _, _) in enumerate(steps) for slot in slots}
-        kept = set(outputs) | {slot for slot, _ in constants}
-        done_after: list[list[int]] = [[] for _ in steps]
-        for slot, i in last_read.items():
-            if slot not in kept:
-                done_after[i].append(slot)
-        self.count, self.size, self.constants, self.outputs = count, size, constants, outputs
-        self.steps = [(*step, tuple(done)) for step, done in zip(steps, done_after)]
-
-    def __call__(self, arrays: Sequence[np.ndarray]) -> tuple:
-        values: list = [None] * self.size
-        values[: self.count] = arrays
-        for slot, value in self.constants:
-            values[slot] = value
-        for impl, slots, params, first, n, done in self.steps:
-            values[first : first + n] = impl(*[values[i] for i in slots], **params)
-            for i in done:
-                values[i] = None
-        return tuple([values[i] for i in self.outputs])
-
-
 def fused_jvp(s: Any, reference: Callable[..., Sequence], cost: Callable[..., float], primals: Sequence[Any],
               tangents: Sequence[Any], params: dict, out_avals: tuple, with_values: bool = False) -> tuple:
     """The tangents of ``reference(primals)``'s outputs along ``tangents`` (``with_values``: the outputs
@@ -108,7 +75,7 @@ def composite(reference: Callable[..., Sequence], cost: Callable[..., float],
     no per-op dispatch. ``shape_determined`` promises that the reference's ops, and the constants
     it makes, follow from its inputs' shapes and dtypes and its params alone (no value read in
     Python decides anything): its kernel then runs the reference once per (shapes, dtypes,
-    params), writing its ops down, and later replays them (:class:`Replay`); an array that no op
+    params), writing its ops down, and later replays them (:class:`~tenferro_py.replay.Replay`); an array that no op
     and no constant made, or a structured value, leaves that run unreplayed. The rules
     differentiate the same reference in the eager session they are given (``s.jvp_of``,
     ``s.vjp_of``), so they are exact to every order and differentiable again. This is the one

@@ -12,13 +12,13 @@ something by a higher one. The package imports this module, so that is done befo
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, Sequence
 
 import numpy as np
 
 from . import composite
 from .opset import OpSet
+from .replay import Recorder, Replay
 from .structure import Structured, dense
 from .tensor import Tensor
 
@@ -49,67 +49,32 @@ KERNEL_SESSION = KernelSession()
 
 
 class RecordingKernelSession(KernelSession):
-    """A KernelSession that writes down the ops it runs (which kernel, on which earlier arrays), for a
-    shape-determined composite's :class:`~tenferro_py.composite.Replay`. An array's id names its slot
-    while the array lives (a finalizer forgets it when it goes, so a later array with the same id is
-    not taken for it); what cannot be watched so (a Python number) is kept alive."""
+    """A KernelSession that writes down the ops it runs, for a shape-determined composite's
+    :class:`~tenferro_py.replay.Replay` (a :class:`~tenferro_py.replay.Recorder` keeps the slots). An
+    array that no op and no constant made leaves nothing to replay: it may have come from values."""
 
-    __slots__ = ("_count", "_size", "_kept", "_slots", "_constants", "_steps", "_replayable")
+    __slots__ = ("_recorder",)
 
     def __init__(self, inputs: Sequence[Any]):
-        self._size = 0
-        self._kept: list = []
-        self._slots: dict[int, int] = {}
-        for x in inputs:
-            self._keep(x)
-        self._count = len(inputs)
-        self._constants: list[tuple[int, Any]] = []
-        self._steps: list[tuple] = []
-        self._replayable = True
-
-    def _keep(self, x: Any) -> int:
-        slot, self._size = self._size, self._size + 1
-        self._slots[id(x)] = slot
-        try:
-            weakref.finalize(x, self._slots.pop, id(x), None).atexit = False
-        except TypeError:  # not weakly referable
-            self._kept.append(x)
-        return slot
-
-    def _slot(self, x: Any) -> int | None:
-        """x's slot; a new constant for a Python number; None (and nothing to replay) for an array or
-        NumPy scalar that no op and no constant made: it may have come from values."""
-        found = self._slots.get(id(x))
-        if found is None and not isinstance(x, (np.ndarray, np.generic, Structured)):
-            found = self._keep(x)
-            self._constants.append((found, x))
-        return found
+        self._recorder = Recorder(inputs, constants_allowed=False)
 
     def bind(self, prim: Any, *inputs: object, **params: object) -> tuple:
         """Run prim's kernel, and write it down."""
         outs = super().bind(prim, *inputs, **params)
-        slots = [self._slot(x) for x in inputs]
-        if None in slots or any([isinstance(o, Structured) for o in outs]):
-            self._replayable = False
-        if self._replayable:
-            self._steps.append((prim.impl, slots, params, self._size, len(outs)))
-            for o in outs:
-                self._keep(o)
+        if any([isinstance(x, Structured) for x in (*inputs, *outs)]):
+            self._recorder.taint("a structured value")
+        self._recorder.step(prim.impl, params, inputs, outs)
         return outs
 
     def constant_from(self, t: Any) -> Any:
         """t's array, written down as a constant unless an op made it."""
         x = super().constant_from(t)
-        if id(x) not in self._slots:
-            self._constants.append((self._keep(x), x))
+        self._recorder.constant(x)
         return x
 
-    def replay(self, outputs: Sequence[Any]) -> composite.Replay | None:
+    def replay(self, outputs: Sequence[Any]) -> Replay | None:
         """The ops written down, as a Replay giving ``outputs``; None if they cannot be replayed."""
-        slots = [self._slots.get(id(o)) for o in outputs]
-        if not self._replayable or None in slots:
-            return None
-        return composite.Replay(self._count, self._size, self._constants, self._steps, slots)
+        return self._recorder.replay(outputs)
 
 
 class TangentKernelSession(KernelSession):

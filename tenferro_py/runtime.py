@@ -11,9 +11,10 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from . import einsum as _einsum
 from . import linalg as _linalg
-from .engine import CpuEngine
+from .engine import CpuEngine, resolve
 from .errors import InvalidArgument, RuntimeMismatch, Unsupported
 from .ops import core_rules
+from .replay import Recorder
 from .rules import RuleSet
 from .session import EagerSession
 from .transforms import Transforms
@@ -150,7 +151,7 @@ class EagerRuntime(Transforms):
     A runtime is used from one thread at a time.
     """
 
-    __slots__ = ("_ad", "_leaves", "_modes", "_recording", "_traces", "__weakref__")
+    __slots__ = ("_ad", "_leaves", "_modes", "_recording", "_traces", "_recorder", "__weakref__")
 
     def __init__(self, ad_context: AdContext | None = None):
         if ad_context is not None and not isinstance(ad_context, AdContext):
@@ -160,6 +161,7 @@ class EagerRuntime(Transforms):
         self._modes: list[tuple] = []  # the open grad-mode guards' tokens, oldest first
         self._recording = True
         self._traces: list[ForwardTrace] = []  # forward traces that every op is pushed through
+        self._recorder: Recorder | None = None  # writes down every kernel run, while a program is recorded
 
     @classmethod
     def with_ad_context(cls, ad: AdContext) -> "EagerRuntime":
@@ -194,11 +196,44 @@ class EagerRuntime(Transforms):
             joint = self._values_with_tangents(s, prim, params, inputs, avals)
             if joint is not None:
                 return joint
-        values = s.engine.run(prim, [x.payload for x in inputs], params, in_avals, avals)
+        args = [x.payload for x in inputs]
+        values = s.engine.run(prim, args, params, in_avals, avals)
+        if self._recorder is not None:
+            self._recorder.step(prim.impl, params, args, values)
         outs = op_outputs(self, prim, params, inputs, values, avals, self._recording)
         if self._traces:
             self._carry(s, prim, params, inputs, outs)
         return outs
+
+    # --- recording a program, and reading values into Python ------------------------
+
+    @property
+    def recorder(self) -> Recorder | None:
+        """The recorder writing down this runtime's kernels (:meth:`record`), or None."""
+        return self._recorder
+
+    @contextlib.contextmanager
+    def record(self, recorder: Recorder) -> Iterator[Recorder]:
+        """``with rt.record(Recorder()):`` writes down every kernel run meanwhile (at width 1: a wider
+        engine's kernels run in an order of their own, and a forward trace's joint rules take another
+        route, so both leave nothing to replay)."""
+        if self._recorder is not None:
+            raise InvalidArgument("record", "one recorder at a time", "a second one")
+        self._recorder = recorder
+        try:
+            yield recorder
+        finally:
+            self._recorder = None
+
+    def observe(self, fn: Callable[..., R], *tensors: EagerTensor) -> R:
+        """``fn`` of the tensors' values: a read into Python whose result steers what runs next (an
+        argmax, a comparison, a branch's condition). A recording replays it as a guard, which stops
+        the replay where the result differs; ``fn`` must be a function of the arrays alone."""
+        arrays = [resolve(t.payload) for t in tensors]
+        result = fn(*arrays)
+        if self._recorder is not None:
+            self._recorder.guard(fn, arrays, result)
+        return result
 
     # --- values -------------------------------------------------------------
 

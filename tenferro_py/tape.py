@@ -40,6 +40,10 @@ class Owner(Protocol):
     def accumulate_grads(self, out: "EagerTensor", seed: Any, engine: Any) -> None:
         """Add the pullback of out with seed into the grad slots of its reachable variables."""
 
+    @property
+    def recorder(self) -> Any:
+        """What writes down the runtime's kernels (a :class:`~tenferro_py.replay.Recorder`), or None."""
+
 
 class Leaf:
     """A tracked leaf (a variable): the origin of derivatives, owner of a grad slot."""
@@ -100,13 +104,17 @@ class EagerTensor:
         return isinstance(self._node, Leaf)
 
     def value(self) -> Tensor:
-        """The host value (shares the immutable buffer); waits for its kernel if needed."""
+        """The host value (shares the immutable buffer); waits for its kernel if needed. While a
+        program is recorded, a read into Python leaves it unreplayable (see ``runtime.observe``)."""
+        recorder = self.runtime.recorder
+        if recorder is not None:
+            recorder.taint("a value read into Python")
         return Tensor.adopt(resolve(self.payload))
 
     def to_tensor(self, engine: Any) -> Tensor:
         """The host value (tenferro's ``to_tensor(&mut eng)``): a Tensor, immutable like a copy, that
         shares the buffer no kernel ever writes to instead of copying it."""
-        return Tensor.adopt(resolve(self.payload))
+        return self.value()
 
     def item(self) -> float:
         """The value of a one-element tensor as a Python number."""

@@ -16,7 +16,7 @@ PACKAGE = Path(tf.__file__).resolve().parent
 
 #: Lowest first: a module may import only modules on an earlier line (or its own line's package).
 LAYERS = [
-    ["errors", "structure", "contraction"],
+    ["errors", "structure", "contraction", "replay"],
     ["krylov", "linear_solve"],
     ["krylov_eigh"],
     ["tensor", "engine", "rules"],
@@ -34,7 +34,7 @@ LAYERS = [
     ["session"],
     ["transforms"],
     ["runtime"],
-    ["staged", "testing", "fixed_point"],
+    ["staged", "testing", "fixed_point", "traced"],
     ["numpy.interop", "numpy.updates"],
     ["numpy.array"],
     ["numpy.shaping"],

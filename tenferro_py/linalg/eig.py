@@ -76,7 +76,7 @@ def _tied(w, r):
 
 
 def _constants_impl(a, w, v):
-    """(r, K): r_i = 10 n ε ‖A‖_F κ_i, how far rounding may move w_i, κ_i = ‖row i of V⁻¹‖ its
+    """(r, K, V⁻¹): r_i = 10 n ε ‖A‖_F κ_i, how far rounding may move w_i, κ_i = ‖row i of V⁻¹‖ its
     condition number; K the mask of each column's largest entry. A defective A raises
     LinalgError: a singular V, or tied eigenvalues with κ > 0.1/√ε (nearly dependent
     eigenvectors: no derivative through them keeps even half the digits)."""
@@ -84,26 +84,40 @@ def _constants_impl(a, w, v):
     real = real_dtype(v.dtype)
     eps = np.finfo(real).eps
     try:
-        kappa = np.linalg.norm(np.linalg.inv(v), axis=1)
+        inverse = np.linalg.inv(v)
     except np.linalg.LinAlgError:
-        kappa = np.full(n, np.inf)
+        inverse = np.full(v.shape, np.inf, v.dtype)
+    kappa = np.linalg.norm(inverse, axis=1)
     r = 10 * n * eps * np.linalg.norm(a) * kappa
     if not np.isfinite(r).all() or (kappa[_tied(w, r).any(axis=1)] > 0.1 / math.sqrt(eps)).any():
         raise LinalgError("eig", "a diagonalisable matrix for a derivative (independent eigenvectors)",
                           f"a defective one (eigenvector condition numbers up to {kappa.max():.3g})")
     mask = np.zeros((n, n), real)
     mask[np.argmax(np.abs(v), axis=0), np.arange(n)] = 1
-    return r.astype(real), mask
+    return r.astype(real), mask, inverse
 
 
-# Constants of eig's rules (no derivative): the rounding radius of each eigenvalue and the
-# mask of each eigenvector's largest entry.
+def _inverse_jvp(s, tangents, primals, outputs):
+    """d(V⁻¹) = −V⁻¹ dV V⁻¹; the radii and the mask have no derivative."""
+    dv, inverse = tangents[2], outputs[2]
+    return None, None, None if dv is None else s.neg(s.einsum([inverse, dv, inverse], "ia,ab,bj->ij"))
+
+
+def _inverse_vjp(s, cotangents, primals, outputs, needs):
+    """V̄ = −V⁻ᴴ Ȳ V⁻ᴴ for the cotangent Ȳ of V⁻¹."""
+    yb, inverse = cotangents[2], cj(s, outputs[2])
+    return None, None, None if yb is None or not needs[2] else s.neg(s.einsum([inverse, yb, inverse], "ai,ab,jb->ij"))
+
+
+# What eig's rules need besides A, w and V: the rounding radius of each eigenvalue and the mask of
+# each eigenvector's largest entry (constants), and V⁻¹ (the rules' V⁻¹ X is a product with it:
+# one inverse, which the radii need anyway, in place of a solve in each rule and its transpose).
 constants_p = RULES.define(
     "eig_constants",
-    lambda a, w, v: (Aval((a.shape[0],), real_dtype(v.dtype)), Aval(v.shape, real_dtype(v.dtype))),
+    lambda a, w, v: (Aval((a.shape[0],), real_dtype(v.dtype)), Aval(v.shape, real_dtype(v.dtype)), Aval(v.shape, v.dtype)),
     _constants_impl,
-    jvp=lambda s, tangents, primals, outputs: (None, None),
-    vjp=lambda s, cotangents, primals, outputs, needs: (None, None, None),
+    _inverse_jvp,
+    _inverse_vjp,
     dense_only=True,
 )
 
@@ -162,7 +176,10 @@ coupling_p = RULES.define(
 def _gate_impl(w, r, t, check):
     """t averaged over each group of tied eigenvalues; when ``check``, LinalgError where t differs from
     that average (by more than √ε max|t|)."""
-    groups = scipy.sparse.csgraph.connected_components(scipy.sparse.csr_matrix(_tied(w, r)), directed=False)[1]
+    tied = _tied(w, r)
+    if not tied.any():
+        return (t,)
+    groups = scipy.sparse.csgraph.connected_components(scipy.sparse.csr_matrix(tied), directed=False)[1]
     counts = np.bincount(groups)
     mean = (np.bincount(groups, t.real) + (1j * np.bincount(groups, t.imag) if t.dtype.kind == "c" else 0)) / counts
     out = mean[groups].astype(t.dtype)
@@ -203,9 +220,9 @@ def _tangent(s, a, da, w, v, vectors):
     """(dw, dV) (dV only with ``vectors``), the module's formulas."""
     if w.shape[0] == 0:
         return s.zeros(w.shape, w.dtype), s.zeros(v.shape, v.dtype) if vectors else None
-    r, mask = s.bind(constants_p, a, w, v)
+    r, mask, inverse = s.bind(constants_p, a, w, v)
     da = da if da.dtype.kind == "c" else lift_real(s, da, v)
-    c = s.solve(v, s.einsum([da, v], "ab,bj->aj"))  # V⁻¹ dA V
+    c = s.einsum([inverse, da, v], "ia,ab,bj->ij")  # V⁻¹ dA V
     dw = s.bind(gate_p, w, r, s.einsum([c], "ii->i"), check=False)[0]
     if not vectors:
         return dw, None

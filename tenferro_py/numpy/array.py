@@ -15,7 +15,8 @@ constants; integer and bool data become float64, as everywhere in the library.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable
 
 import numpy as np
 
@@ -140,14 +141,14 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
 
     def __int__(self) -> int:
         """Truncation, of a tracked array too: an integer has no derivative (it is 0 where defined)."""
-        return int(value_of(self))
+        return observed(int, self)
 
     def __complex__(self) -> complex:
         return complex(untracked_value(self, "complex(x)"))
 
     def __bool__(self) -> bool:
         """The truth value (``if x > 0:`` and ``if x:``), of a tracked array too: it has no derivative."""
-        return bool(value_of(self))
+        return observed(bool, self)
 
     def __format__(self, spec: str) -> str:
         """f"{x:.3f}" formats the value (a string carries no derivative); f"{x}" is str(x)."""
@@ -199,22 +200,22 @@ class ndarray:  # noqa: N801 (NumPy's name, so that isinstance(x, tnp.ndarray) r
 
     # comparisons: no derivative, so their results are NumPy bool arrays of the values
     def __lt__(self, other):
-        return value_of(self) < value_of(other)
+        return observed(np.less, self, other)
 
     def __le__(self, other):
-        return value_of(self) <= value_of(other)
+        return observed(np.less_equal, self, other)
 
     def __gt__(self, other):
-        return value_of(self) > value_of(other)
+        return observed(np.greater, self, other)
 
     def __ge__(self, other):
-        return value_of(self) >= value_of(other)
+        return observed(np.greater_equal, self, other)
 
     def __eq__(self, other):  # type: ignore[override]
-        return value_of(self) == value_of(other)
+        return observed(np.equal, self, other)
 
     def __ne__(self, other):  # type: ignore[override]
-        return value_of(self) != value_of(other)
+        return observed(np.not_equal, self, other)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -254,6 +255,25 @@ def value_of(x: Any) -> Any:
     """The value of an array as NumPy data (anything else as it is), read without its derivative:
     for what has none (comparisons, masks, indices, printing)."""
     return x.tensor.value().to_numpy() if isinstance(x, ndarray) else x
+
+
+_AN_ARRAY = object()  # where observed's function takes an array's value
+
+
+def observed(fn: Callable[..., Any], *xs: Any) -> Any:
+    """``fn`` of the values of the arrays among ``xs`` (the rest passed as they are): a read whose
+    result steers what runs next (a comparison, a truth value, an argmax), which a recorded program
+    replays as a guard (``runtime.observe``); ``fn`` must depend on its arguments alone."""
+    tensors = [x.tensor for x in xs if isinstance(x, ndarray)]
+    if not tensors:
+        return fn(*xs)
+    template = tuple(_AN_ARRAY if isinstance(x, ndarray) else x for x in xs)
+    return tensors[0].runtime.observe(functools.partial(_filled, fn, template), *tensors)
+
+
+def _filled(fn: Callable[..., Any], template: tuple, *arrays: np.ndarray) -> Any:
+    values = iter(arrays)
+    return fn(*[next(values) if x is _AN_ARRAY else x for x in template])
 
 
 def is_tracked_array(x: Any) -> bool:

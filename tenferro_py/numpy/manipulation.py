@@ -7,13 +7,14 @@ NumPy's own function picks."""
 from __future__ import annotations
 
 import builtins
+import functools
 import string
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..errors import InvalidArgument
-from .array import broadcast_to_shape, lift, result_dtype, session, tracked, value_of, wrap
+from .array import broadcast_to_shape, lift, observed, result_dtype, session, tracked, value_of, wrap
 from .contractions import dot, einsum, tensordot
 from .functions import add, asarray, conj, multiply, sum, where
 from .shaping import normalize_axes, normalize_axis, rearranged, reshape, transpose
@@ -261,17 +262,17 @@ def vdot(a: Any, b: Any) -> Any:
 
 def argmax(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """NumPy's argmax, of the values (an index has no derivative)."""
-    return np.argmax(value_of(a), axis=axis, keepdims=keepdims)
+    return observed(functools.partial(np.argmax, axis=axis, keepdims=keepdims), a)
 
 
 def argmin(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """NumPy's argmin, of the values."""
-    return np.argmin(value_of(a), axis=axis, keepdims=keepdims)
+    return observed(functools.partial(np.argmin, axis=axis, keepdims=keepdims), a)
 
 
 def argsort(a: Any, axis: Any = -1, kind: Any = None) -> Any:
     """NumPy's argsort, of the values."""
-    return np.argsort(value_of(a), axis=axis, kind=kind)
+    return observed(functools.partial(np.argsort, axis=axis, kind=kind), a)
 
 
 def indices(dimensions: Sequence[int], dtype: Any = int, sparse: bool = False) -> Any:
@@ -311,7 +312,7 @@ def sort(a: Any, axis: Any = -1, kind: Any = None) -> Any:
     x = asarray(a)
     if axis is None:
         x, axis = ravel(x), 0
-    return take_along_axis(x, np.argsort(value_of(x), axis=axis, kind="stable"), axis)
+    return take_along_axis(x, observed(functools.partial(np.argsort, axis=axis, kind="stable"), x), axis)
 
 
 def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:

@@ -12,7 +12,7 @@ that argument alone (no perturbation confusion with a closure over the same valu
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Hashable, Iterator, Sequence
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from ..session import EagerSession
 from ..tape import EagerTensor
 from ..tensor import Tensor
 from ..testing import check_grads as _check_session_grads
+from ..traced import Traced, static_key
 from .array import host_dtype, is_weak, lift, ndarray, wrap
 
 __all__ = ["check_grads", "grad", "hvp", "jvp", "session", "value_and_grad", "vjp"]
@@ -100,39 +101,100 @@ def _result(x: Any, nested: bool) -> Any:
     return x.value().to_numpy() if isinstance(x, EagerTensor) else x
 
 
-def value_and_grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = None) -> Callable[..., Any]:
+def value_and_grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = None, replay: bool = True
+                   ) -> Callable[..., tuple[Any, Any]]:
     """f's value and its gradient with respect to the arguments at ``argnums`` (``argnum``, as
     autograd spells it), for f returning a real scalar; keyword arguments pass to f, not
     differentiated (as JAX). The gradient of complex arguments is ∂L/∂Re z + i ∂L/∂Im z
-    (docs/complex.md: the complex convention)."""
+    (docs/complex.md: the complex convention).
+
+    At top level, calls with the same shapes, dtypes and static arguments replay the kernels that
+    two agreeing calls recorded, with the same bits, wherever that is safe (docs/traced.md);
+    ``replay=False`` runs every call for real."""
     wanted = argnum if argnum is not None else argnums
+    traced = Traced(f) if replay else None
+
+    def gradients(s: EagerSession, nested: bool, args: tuple, kwargs: dict, nums: tuple, entered: list) -> tuple:
+        xs = list(args)
+        for i, x in zip(nums, entered):
+            xs[i] = wrap(x)
+        y = _out("grad", s, f(*xs, **kwargs))
+        if y.shape != () or y.dtype.kind == "c":
+            raise NonScalarGrad("grad", "a function returning a real scalar", f"shape {list(y.shape)} {y.dtype}")
+        with _sweep(s, nested):
+            grads = s.runtime.grad_optional(s.engine, y, entered) if y.is_tracked else [None] * len(entered)
+        return y, [g if g is not None else s.zeros(w.shape, w.dtype) for g, w in zip(grads, entered)]
 
     def transformed(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         nums, single = _argnums("grad", wanted, len(args))
 
+        def shaped(y: Any, grads: Sequence[Any]) -> tuple[Any, Any]:
+            return y, (grads[0] if single else tuple(grads))
+
+        if traced is not None and current_session() is None:
+            key = _replay_key(args, kwargs, nums)
+            if key is not None:
+                tensors = [_input_tensor(args[i]) for i in nums]
+
+                def run(recorder: Any) -> tuple[Any, list]:
+                    rt = EagerRuntime()
+                    with session(runtime=rt) as s, (rt.record(recorder) if recorder else contextlib.nullcontext()):
+                        y, grads = gradients(s, False, args, kwargs, nums, [rt.variable_from(t) for t in tensors])
+                    outs = [y, *grads]
+                    return shaped(*_numpy_results(outs)), [o.payload for o in outs]
+
+                def finish(arrays: Sequence[np.ndarray]) -> tuple[Any, Any]:
+                    return shaped(np.array(arrays[0]), [np.array(a) for a in arrays[1:]])
+
+                return traced.call(key + (tuple((t.array.shape, t.array.dtype.str, t.array.strides) for t in tensors),),
+                                   [t.array for t in tensors], run, finish)
+
         def body(s: EagerSession, nested: bool) -> tuple[Any, Any]:
-            xs = list(args)
-            for i in nums:
-                xs[i] = wrap(_entered(s, xs[i]))
-            y = _out("grad", s, f(*xs, **kwargs))
-            if y.shape != () or y.dtype.kind == "c":
-                raise NonScalarGrad("grad", "a function returning a real scalar", f"shape {list(y.shape)} {y.dtype}")
-            wrt = [xs[i].tensor for i in nums]
-            with _sweep(s, nested):
-                grads = (s.runtime.grad_optional(s.engine, y, wrt) if y.is_tracked else [None] * len(wrt))
-            grads = [g if g is not None else s.zeros(w.shape, w.dtype) for g, w in zip(grads, wrt)]
-            out = [_result(g, nested) for g in grads]
-            return _result(y, nested), (out[0] if single else tuple(out))
+            y, grads = gradients(s, nested, args, kwargs, nums, [_entered(s, args[i]) for i in nums])
+            return shaped(_result(y, nested), [_result(g, nested) for g in grads])
 
         return _run(body)
 
+    transformed.traced = traced  # type: ignore[attr-defined]  (its programs: tenferro_py.traced.Traced)
     return transformed
 
 
-def grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = None) -> Callable[..., Any]:
-    """The gradient of f (a real scalar) with respect to the arguments at ``argnums``."""
-    both = value_and_grad(f, argnums, argnum=argnum)
-    return lambda *args, **kwargs: both(*args, **kwargs)[1]
+def _input_tensor(x: Any) -> Tensor:
+    """A differentiated argument's value as the Tensor a real run makes a variable of."""
+    return Tensor(np.asarray(x, dtype=host_dtype(x)))
+
+
+def _numpy_results(outs: Sequence[EagerTensor]) -> tuple[Any, list]:
+    return outs[0].value().to_numpy(), [g.value().to_numpy() for g in outs[1:]]
+
+
+def _replay_key(args: tuple, kwargs: dict, nums: tuple) -> tuple | None:
+    """The static part of a call's key (its other arguments by value), or None where a call cannot
+    be replayed: an argument that is no NumPy data, number or string (a tnp array of a session, an
+    object whose state may change)."""
+    try:
+        return (nums, tuple(static_key(a) if i not in nums else _differentiated(a) for i, a in enumerate(args)),
+                tuple((k, static_key(v)) for k, v in sorted(kwargs.items())))
+    except TypeError:
+        return None
+
+
+def _differentiated(x: Any) -> Hashable:
+    if isinstance(x, (ndarray, EagerTensor)):
+        raise TypeError("an array of a session")
+    return None
+
+
+def grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = None, replay: bool = True) -> Callable[..., Any]:
+    """The gradient of f (a real scalar) with respect to the arguments at ``argnums`` (``replay``:
+    as :func:`value_and_grad`'s)."""
+    both = value_and_grad(f, argnums, argnum=argnum, replay=replay)
+
+    def gradient(*args: Any, **kwargs: Any) -> Any:
+        return both(*args, **kwargs)[1]
+
+    gradient.traced = both.traced  # type: ignore[attr-defined]
+    return gradient
 
 
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:

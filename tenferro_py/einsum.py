@@ -324,6 +324,15 @@ def _impl(*arrays, inputs, output):
     return (plan(inputs, output, tuple(a.shape for a in arrays))(*arrays),)
 
 
+def _specialized(shapes, inputs, output):
+    """The kernel for these shapes, planned once (a replay's, tenferro_py.replay)."""
+    planned_kernel = plan(inputs, output, shapes)
+    return lambda *arrays: (planned_kernel(*arrays),)
+
+
+_impl.specialized = _specialized
+
+
 def _jvp(s, tangents, primals, outputs, inputs, output):
     """One einsum per tangent, in place of its operand."""
     spec = ",".join(inputs) + "->" + output

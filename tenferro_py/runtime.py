@@ -8,6 +8,8 @@ import contextvars
 import weakref
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
+import numpy as np
+
 
 from . import einsum as _einsum
 from . import linalg as _linalg
@@ -151,7 +153,7 @@ class EagerRuntime(Transforms):
     A runtime is used from one thread at a time.
     """
 
-    __slots__ = ("_ad", "_leaves", "_modes", "_recording", "_traces", "_recorder", "__weakref__")
+    __slots__ = ("_ad", "_leaves", "_modes", "_recording", "_traces", "_recorder", "_placeholders", "__weakref__")
 
     def __init__(self, ad_context: AdContext | None = None):
         if ad_context is not None and not isinstance(ad_context, AdContext):
@@ -162,6 +164,7 @@ class EagerRuntime(Transforms):
         self._recording = True
         self._traces: list[ForwardTrace] = []  # forward traces that every op is pushed through
         self._recorder: Recorder | None = None  # writes down every kernel run, while a program is recorded
+        self._placeholders: dict[int, Any] | None = None  # id -> array: the zero values of a transpose_linear
 
     @classmethod
     def with_ad_context(cls, ad: AdContext) -> "EagerRuntime":
@@ -192,13 +195,21 @@ class EagerRuntime(Transforms):
         tangents through the active forward traces, newest first."""
         in_avals = tuple([x.aval for x in inputs])
         avals = prim.abstract(*in_avals, **params)
+        if self._placeholders is not None and any([id(x.payload) in self._placeholders for x in inputs]):
+            return self._placeholder_outputs(s, prim, params, inputs, avals)
         if self._traces:
             joint = self._values_with_tangents(s, prim, params, inputs, avals)
             if joint is not None:
                 return joint
         args = [x.payload for x in inputs]
-        values = s.engine.run(prim, args, params, in_avals, avals)
-        if self._recorder is not None:
+        if self._recorder is None:
+            values = s.engine.run(prim, args, params, in_avals, avals)
+        else:
+            try:
+                values = s.engine.run(prim, args, params, in_avals, avals)
+            except BaseException:  # caught, it may steer the program: the values decided what ran
+                self._recorder.taint(f"a kernel that raised ({prim.name})")
+                raise
             self._recorder.step(prim.impl, params, args, values)
         outs = op_outputs(self, prim, params, inputs, values, avals, self._recording)
         if self._traces:
@@ -361,6 +372,24 @@ class EagerRuntime(Transforms):
             traces[-1].seed(s, o, t)
         return outs
 
+    def transpose_linear(self, s: EagerSession, f: Callable[[list], Sequence], primals: Sequence[Any],
+                         cotangents: Sequence[Any], needs: Sequence[bool]) -> tuple:
+        """The transpose of a linear map f (tangents like ``primals`` -> tangents of some outputs) at
+        ``cotangents``: the VJP of f at zero tangents. While f runs, every value that depends on those
+        zeros is zero (f is linear), so such an op is recorded on a zero placeholder without running
+        its kernel: only the transposes compute."""
+        zeros = [self.constant_from(Tensor.adopt(np.broadcast_to(np.zeros((), p.dtype), p.shape))) for p in primals]
+        return self.vjp_of(s, f, zeros, cotangents, needs, placeholders=True)
+
+    def _placeholder_outputs(self, s: EagerSession, prim: Any, params: dict, inputs: tuple, avals: tuple) -> tuple:
+        """An op of a transposed linear map on a placeholder: zeros, recorded (and carried) as if run."""
+        values = tuple([np.broadcast_to(np.zeros((), a.dtype), a.shape) for a in avals])
+        self._placeholders.update({id(v): v for v in values})
+        outs = op_outputs(self, prim, params, inputs, values, avals, self._recording)
+        if self._traces:
+            self._carry(s, prim, params, inputs, outs)
+        return outs
+
     def jvp_of(self, s: EagerSession, f: Callable[[list], Sequence], primals: Sequence[Any],
                tangents: Sequence[Any]) -> tuple:
         """The tangents of ``f(primals)``'s outputs along ``tangents`` (None: zero): forward mode through
@@ -376,7 +405,7 @@ class EagerRuntime(Transforms):
         return tuple(trace.tangent(o) for o in outs)
 
     def vjp_of(self, s: EagerSession, f: Callable[[list], Sequence], primals: Sequence[Any],
-               cotangents: Sequence[Any], needs: Sequence[bool]) -> tuple:
+               cotangents: Sequence[Any], needs: Sequence[bool], placeholders: bool = False) -> tuple:
         """The cotangents of ``primals`` for ``cotangents`` of ``f(primals)``'s outputs (None: zero), by
         reverse mode through f's ops run in session ``s``, recorded even under ``no_grad``; None
         where not ``needs``.
@@ -387,7 +416,13 @@ class EagerRuntime(Transforms):
         """
         with self.enable_grad():
             xs = [self.variable_from(p) if not p.is_tracked else s.scale_real(p, 1.0) for p in primals]
-            outs = f(xs)
+            outer = self._placeholders
+            if placeholders:  # (transpose_linear) the primals are zeros that f maps linearly
+                self._placeholders = {**(outer or {}), **{id(x.payload): x.payload for x in xs}}
+            try:
+                outs = f(xs)
+            finally:
+                self._placeholders = outer
         roots = [(o, ct) for o, ct in zip(outs, cotangents) if ct is not None]
         wanted = [x for x, need in zip(xs, needs) if need]
         if not roots or not wanted:
@@ -395,3 +430,4 @@ class EagerRuntime(Transforms):
         cts, _ = reverse_sweep(s, self._ad, roots, wanted)
         return tuple(dense(s, cts[tensor_key(x)]) if need and tensor_key(x) in cts else None
                      for x, need in zip(xs, needs))
+

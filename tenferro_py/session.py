@@ -83,7 +83,7 @@ class EagerSession(OpSet):
                          needs: Sequence[bool]) -> tuple:
         """The transpose of a linear map f (tangents like ``primals`` -> tangents of some outputs) at
         ``cotangents``: the VJP of f at zero tangents."""
-        return self.vjp_of(f, [self.zeros(p.shape, p.dtype) for p in primals], cotangents, needs)
+        return self.runtime.transpose_linear(self, f, primals, cotangents, needs)
 
     # --- leaves ----------------------------------------------------------------------------------
 

@@ -86,8 +86,10 @@ class FreeValues:
             for value in fn.args + tuple(fn.keywords.values()):
                 self._value(value, seen)
             return self._function(fn.func, seen)
+        if isinstance(fn, types.MethodType):
+            raise _Unsafe(f"a bound method ({fn.__qualname__}) reads its object's state")
         if not isinstance(fn, types.FunctionType):
-            if _is_library(fn) and not isinstance(fn, types.MethodType):
+            if _is_library(fn):
                 return
             raise _Unsafe(f"a {type(fn).__name__} ({getattr(fn, '__qualname__', fn)!r}), whose state may change")
         code, names = fn.__code__, set()

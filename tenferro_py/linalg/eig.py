@@ -76,8 +76,9 @@ def _tied(w, r):
 
 
 def _constants_impl(a, w, v):
-    """(r, K, V⁻¹): r_i = 10 n ε ‖A‖_F κ_i, how far rounding may move w_i, κ_i = ‖row i of V⁻¹‖ its
-    condition number; K the mask of each column's largest entry. A defective A raises
+    """(T, K, V⁻¹): T the mask of tied pairs (:func:`_tied`) for r_i = 10 n ε ‖A‖_F κ_i, how far
+    rounding may move w_i, κ_i = ‖row i of V⁻¹‖ its condition number; K the mask of each column's
+    largest entry. A defective A raises
     LinalgError: a singular V, or tied eigenvalues with κ > 0.1/√ε (nearly dependent
     eigenvectors: no derivative through them keeps even half the digits)."""
     n = a.shape[0]
@@ -89,12 +90,13 @@ def _constants_impl(a, w, v):
         inverse = np.full(v.shape, np.inf, v.dtype)
     kappa = np.linalg.norm(inverse, axis=1)
     r = 10 * n * eps * np.linalg.norm(a) * kappa
-    if not np.isfinite(r).all() or (kappa[_tied(w, r).any(axis=1)] > 0.1 / math.sqrt(eps)).any():
+    tied = _tied(w, r) if np.isfinite(r).all() else None
+    if tied is None or (kappa[tied.any(axis=1)] > 0.1 / math.sqrt(eps)).any():
         raise LinalgError("eig", "a diagonalisable matrix for a derivative (independent eigenvectors)",
                           f"a defective one (eigenvector condition numbers up to {kappa.max():.3g})")
     mask = np.zeros((n, n), real)
     mask[np.argmax(np.abs(v), axis=0), np.arange(n)] = 1
-    return r.astype(real), mask, inverse
+    return tied.astype(real), mask, inverse
 
 
 def _inverse_jvp(s, tangents, primals, outputs):
@@ -114,7 +116,7 @@ def _inverse_vjp(s, cotangents, primals, outputs, needs):
 # one inverse, which the radii need anyway, in place of a solve in each rule and its transpose).
 constants_p = RULES.define(
     "eig_constants",
-    lambda a, w, v: (Aval((a.shape[0],), real_dtype(v.dtype)), Aval(v.shape, real_dtype(v.dtype)), Aval(v.shape, v.dtype)),
+    lambda a, w, v: (Aval(v.shape, real_dtype(v.dtype)), Aval(v.shape, real_dtype(v.dtype)), Aval(v.shape, v.dtype)),
     _constants_impl,
     _inverse_jvp,
     _inverse_vjp,
@@ -122,9 +124,9 @@ constants_p = RULES.define(
 )
 
 
-def _coupling_impl(w, r, m):
-    """M_ij/(w_j − w_i), 0 on the diagonal; LinalgError at a nonzero M_ij of tied w_i, w_j."""
-    tied = _tied(w, r)
+def _coupling_impl(w, tied, m):
+    """M_ij/(w_j − w_i), 0 on the diagonal; LinalgError at a nonzero M_ij of tied w_i, w_j (``tied``)."""
+    tied = tied != 0
     clash = tied & (m != 0)
     if clash.any():
         i, j = np.argwhere(clash)[0]
@@ -138,26 +140,26 @@ def _coupling_impl(w, r, m):
     return (np.where(apart, m / gap, 0).astype(m.dtype),)
 
 
-def _coupling(s, w, r, m):
-    return s.bind(coupling_p, w, r, m)[0]
+def _coupling(s, w, tied, m):
+    return s.bind(coupling_p, w, tied, m)[0]
 
 
 def _coupling_jvp(s, tangents, primals, outputs):
     """d(F∘M) = F∘dM + F∘(F∘M)∘(dw_i − dw_j), as dF_ij = F_ij² (dw_i − dw_j)."""
-    (dw, _, dm), (w, r, _), (out,) = tangents, primals, outputs
-    result = None if dm is None else _coupling(s, w, r, dm)
+    (dw, _, dm), (w, tied, _), (out,) = tangents, primals, outputs
+    result = None if dm is None else _coupling(s, w, tied, dm)
     if dw is not None:
-        result = s.accumulate(result, _coupling(s, w, r, s.mul(out, s.sub(by_row(s, dw), by_col(s, dw)))))
+        result = s.accumulate(result, _coupling(s, w, tied, s.mul(out, s.sub(by_row(s, dw), by_col(s, dw)))))
     return (result,)
 
 
 def _coupling_vjp(s, cotangents, primals, outputs, needs):
     """M̄ = conj(F)∘Ō; w̄ = conj(Σ_j G_ij − Σ_j G_ji) for G = conj(Ō)∘F∘F∘M."""
-    (ob,), (w, r, _), (out,) = cotangents, primals, outputs
-    mb = _coupling(s, s.conj(w), r, ob) if needs[2] else None
+    (ob,), (w, tied, _), (out,) = cotangents, primals, outputs
+    mb = _coupling(s, s.conj(w), tied, ob) if needs[2] else None
     wb = None
     if needs[0]:
-        g = s.mul(s.conj(ob), _coupling(s, w, r, out))
+        g = s.mul(s.conj(ob), _coupling(s, w, tied, out))
         wb = s.conj(s.sub(s.reduce_sum(g, (1,)), s.reduce_sum(g, (0,))))
     return wb, None, mb
 
@@ -165,7 +167,7 @@ def _coupling_vjp(s, cotangents, primals, outputs, needs):
 # F∘M, F_ij = 1/(w_j − w_i), refusing the pairs of tied eigenvalues it would use.
 coupling_p = RULES.define(
     "eig_coupling",
-    lambda w, r, m: (m,),
+    lambda w, tied, m: (m,),
     _coupling_impl,
     _coupling_jvp,
     _coupling_vjp,
@@ -173,10 +175,10 @@ coupling_p = RULES.define(
 )
 
 
-def _gate_impl(w, r, t, check):
+def _gate_impl(w, tied, t, check):
     """t averaged over each group of tied eigenvalues; when ``check``, LinalgError where t differs from
     that average (by more than √ε max|t|)."""
-    tied = _tied(w, r)
+    tied = tied != 0
     if not tied.any():
         return (t,)
     groups = scipy.sparse.csgraph.connected_components(scipy.sparse.csr_matrix(tied), directed=False)[1]
@@ -197,7 +199,7 @@ def _gate_impl(w, r, t, check):
 # functions); self-adjoint, its transpose also refuses cotangents that are not symmetric.
 gate_p = RULES.define(
     "eig_cluster_gate",
-    lambda w, r, t, check: (t,),
+    lambda w, tied, t, check: (t,),
     _gate_impl,
     jvp=lambda s, tangents, primals, outputs, check: (
         None if tangents[2] is None else s.bind(gate_p, primals[0], primals[1], tangents[2], check=False)[0],),
@@ -220,13 +222,13 @@ def _tangent(s, a, da, w, v, vectors):
     """(dw, dV) (dV only with ``vectors``), the module's formulas."""
     if w.shape[0] == 0:
         return s.zeros(w.shape, w.dtype), s.zeros(v.shape, v.dtype) if vectors else None
-    r, mask, inverse = s.bind(constants_p, a, w, v)
+    tied, mask, inverse = s.bind(constants_p, a, w, v)
     da = da if da.dtype.kind == "c" else lift_real(s, da, v)
     c = s.einsum([inverse, da, v], "ia,ab,bj->ij")  # V⁻¹ dA V
-    dw = s.bind(gate_p, w, r, s.einsum([c], "ii->i"), check=False)[0]
+    dw = s.bind(gate_p, w, tied, s.einsum([c], "ii->i"), check=False)[0]
     if not vectors:
         return dw, None
-    return dw, _normalised(s, v, s.einsum([v, _coupling(s, w, r, c)], "ai,ij->aj"), mask)
+    return dw, _normalised(s, v, s.einsum([v, _coupling(s, w, tied, c)], "ai,ij->aj"), mask)
 
 
 def _eig_jvp(s, tangents, primals, outputs):

@@ -69,12 +69,20 @@ def _broadcast_abstract(x: Aval, shape, dims) -> tuple[Aval]:
 
 
 def _broadcast_impl(x, shape, dims):
+    """A read-only view of x with stride 0 along the new and the stretched axes (made directly on a
+    C-contiguous x: numpy.broadcast_to's checks cost several times the view)."""
     placed = [1] * len(shape)
     for i, d in enumerate(dims):
         placed[d] = x.shape[i]
     if list(dims) != sorted(dims):
         x = np.transpose(x, np.argsort(dims))
-    return (np.broadcast_to(x.reshape(placed), shape),)
+    x = x.reshape(placed)
+    if not x.flags.c_contiguous:
+        return (np.broadcast_to(x, shape),)
+    strides = tuple(0 if n != m else stride for n, m, stride in zip(x.shape, shape, x.strides))
+    view = np.ndarray(shape, x.dtype, x, 0, strides)
+    view.flags.writeable = False
+    return (view,)
 
 
 def _broadcast_transpose(s, cotangents, primals, needs, shape, dims):

@@ -9,6 +9,7 @@ checked on every expression to second order, and in complex numbers on a subset.
 """
 
 import numpy as np
+import opt_einsum
 import pytest
 
 import tenferro_py as tf
@@ -166,3 +167,44 @@ def test_complex_in_greek(run, rng, expression):
     arrays = [rng.standard_normal(shape) + 1j * rng.standard_normal(shape) for shape in shapes_of(expression)]
     assert_matches_numpy(run, greek(expression), arrays, expression)
     check_grads(lambda s, *xs: s.einsum(list(xs), greek(expression)), arrays, modes=("fwd", "rev"), order=1)
+
+
+@pytest.mark.parametrize("subscripts,shapes", [(e, shapes_of(e)) for e in EXPRESSIONS] + WITH_SHAPES)
+def test_tnp_einsum_outside_a_session_is_the_sessions_bit_for_bit(rng, subscripts, shapes):
+    """NumPy data outside a session go through the same planned kernels as inside one (not through
+    NumPy's unoptimised einsum), real and complex, also on non-contiguous views."""
+    import tenferro_py.numpy as tnp
+
+    for complex_ in (False, True):
+        arrays = [rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if complex_ else 0)
+                  for shape in shapes]
+        arrays = [np.asfortranarray(a) if i % 2 and np.ndim(a) > 1 else np.asarray(a) for i, a in enumerate(arrays)]
+        outside = tnp.einsum(subscripts, *arrays)
+        with tnp.session():
+            inside = tnp.einsum(subscripts, *arrays).tensor.value().array
+        assert isinstance(outside, (np.ndarray, np.generic)) and outside.dtype == inside.dtype
+        assert outside.shape == inside.shape and outside.tobytes() == np.ascontiguousarray(inside).tobytes()
+
+
+def test_tnp_einsum_outside_a_session_plans_a_large_network(rng):
+    """A CTMRG-like network of nine operands at chi = 16 (NumPy's einsum without optimize would form
+    their full outer product: 1262 s, reported in issue 33) takes opt_einsum's path."""
+    import tenferro_py.numpy as tnp
+
+    chi, d = 16, 3
+    c = [rng.standard_normal((chi, chi)) for _ in range(4)]
+    t = [rng.standard_normal((chi, d, d, chi)) for _ in range(4)]
+    a = rng.standard_normal((d, d, d, d))
+    spec = "ab,bcdf,fg,gehi,ij,jklm,mn,nopa,cekp->dhlo"  # corners, edges, the site tensor; open: d h l o
+    operands = (c[0], t[0], c[1], t[1], c[2], t[2], c[3], t[3], a)
+    got = tnp.einsum(spec, *operands)
+    want = opt_einsum.contract(spec, *operands)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+def test_tnp_einsum_of_integers_is_numpys():
+    import tenferro_py.numpy as tnp
+
+    x = np.arange(6).reshape(2, 3)
+    got = tnp.einsum("ij,kj->ik", x, x)
+    assert got.dtype == np.einsum("ij,kj->ik", x, x).dtype and (got == x @ x.T).all()

@@ -10,12 +10,14 @@ checks read the values and run only where some are repeated; they cost a few |B|
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
 
 from ..errors import DegenerateDerivativeWarning
 from ..structure import Embedded, Product
+from ..tape import EagerTensor
 
 #: Values closer than REPEATED · ε times the spectrum's scale are repeated: LAPACK's equal values
 #: differ by rounding (~1e-15 of the scale), where the broadened 1/δ is near zero.
@@ -63,7 +65,7 @@ def repeated_blocks(values: np.ndarray, eps: float) -> list[np.ndarray]:
 
 
 def _numpy(t):
-    """A tensor's value, or a structured value's, as NumPy data (nothing is recorded)."""
+    """A value given to a check (an array, or a structured value of arrays) as NumPy data."""
     if t is None:
         return None
     if isinstance(t, Embedded):
@@ -73,7 +75,53 @@ def _numpy(t):
         return out
     if isinstance(t, Product):
         return _numpy(t.left) @ _numpy(t.right)
-    return np.asarray(t.value().to_numpy())
+    return np.asarray(t)
+
+
+def on_values(check):
+    """``check(*args)`` run on the values of the tensors among its arguments (structured ones, and
+    lists of them, too) through ``runtime.observe``: a recorded program replays the check, which
+    warns again wherever the new values call for it."""
+
+    def observed(*args):
+        tensors: list = []
+        template = _template(args, tensors)
+        if not tensors:
+            return check(*args)
+        return tensors[0].runtime.observe(functools.partial(_run_on_arrays, check, template), *tensors)
+
+    return functools.wraps(check)(observed)
+
+
+def _template(value, tensors: list):
+    """value with each tensor replaced by its position in ``tensors`` (a static description)."""
+    if isinstance(value, EagerTensor):
+        tensors.append(value)
+        return ("tensor", len(tensors) - 1)
+    if isinstance(value, Product):
+        return ("product", _template(value.left, tensors), _template(value.right, tensors))
+    if isinstance(value, Embedded):
+        return ("embedded", _template(value.block, tensors), value.shape, value.starts, value.strides)
+    if isinstance(value, (list, tuple)):
+        return ("sequence", type(value), tuple(_template(v, tensors) for v in value))
+    return ("value", value)
+
+
+def _rebuilt(template, arrays):
+    kind = template[0]
+    if kind == "tensor":
+        return arrays[template[1]]
+    if kind == "product":
+        return Product(_rebuilt(template[1], arrays), _rebuilt(template[2], arrays))
+    if kind == "embedded":
+        return Embedded(_rebuilt(template[1], arrays), *template[2:])
+    if kind == "sequence":
+        return template[1](_rebuilt(t, arrays) for t in template[2])
+    return template[1]
+
+
+def _run_on_arrays(check, template, *arrays) -> None:
+    check(*_rebuilt(template, arrays))
 
 
 def _skew_off_diagonal(x: np.ndarray) -> float:
@@ -124,6 +172,7 @@ def _splitting(op: str, what: str, within_split: bool) -> None:
                  "for factors a network contracts again use split, for a function of the matrix make it one op")
 
 
+@on_values
 def svd_cotangents(op: str, u, sv, vt, ub, vb, kk: int, eps: float) -> None:
     """The SVD's VJP check: U and V rotate together inside a block. ``ub``, ``vb``: the cotangents'
     leading blocks (columns of u, rows of vt before ``kk``; zero beyond), or None. Blocks wholly
@@ -145,6 +194,7 @@ def svd_cotangents(op: str, u, sv, vt, ub, vb, kk: int, eps: float) -> None:
     check_basis_free(op, values, blocks, pairs)
 
 
+@on_values
 def svd_tangent(op: str, u, sv, vt, da, eps: float, within_split: bool = False) -> None:
     """The SVD's JVP check, for the direction da (dense). ``within_split``: the SVD is split's, whose
     own rules are exact there; what this JVP drops reaches only derivatives of split's rules."""
@@ -155,6 +205,7 @@ def svd_tangent(op: str, u, sv, vt, da, eps: float, within_split: bool = False) 
         check_keeps_degeneracy(op, values, blocks, middle, eps, within_split=within_split)
 
 
+@on_values
 def eigh_cotangents(op: str, w, v, vb, eps: float) -> None:
     """eigh's VJP check: V rotates inside a block."""
     if vb is None:
@@ -165,6 +216,7 @@ def eigh_cotangents(op: str, w, v, vb, eps: float) -> None:
         check_basis_free(op, values, blocks, [(_numpy(v), _numpy(vb))])
 
 
+@on_values
 def eigh_tangent(op: str, w, v, da, eps: float) -> None:
     """eigh's JVP check, for the direction da (dense)."""
     values = _numpy(w)
@@ -174,6 +226,7 @@ def eigh_tangent(op: str, w, v, da, eps: float) -> None:
         check_keeps_degeneracy(op, values, blocks, vv.conj().T @ ((d + d.conj().T) / 2) @ vv, eps)
 
 
+@on_values
 def qr_pivots(r, eps: float, parts) -> None:
     """QR's check: at a zero pivot R_jj (within REPEATED · ε of max |R_jj|) the later columns of Q and
     rows of R have no derivative; warn when ``parts`` (a tangent or the cotangents, dense or None)

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..einsum import numpy_path
+from ..kernel_sessions import KERNEL_SESSION
+from ..tensor import SUPPORTED_DTYPES, Tensor
 from ..errors import InvalidArgument
 from .array import (
     as_array,
@@ -108,14 +110,26 @@ def einsum(*operands: Any, optimize: Any = None) -> Any:
     if not isinstance(subscripts, str):
         raise InvalidArgument("einsum", "subscripts as a str such as 'ij,jk->ik', or NumPy's interleaved "
                                         "operands and labels", repr(subscripts))
+    optimize = "auto" if optimize is None else optimize
     if not tracked(*operands):
-        if callable(optimize):  # a path optimiser (opt_einsum's, cotengra's): its path, as NumPy takes one
-            optimize = numpy_path(subscripts, [np.shape(x) for x in operands], optimize)
-        return np.einsum(subscripts, *operands, **({} if optimize is None else {"optimize": optimize}))
+        return _planned_numpy_einsum(subscripts, operands, optimize)
     s = session("einsum")
     dtype = result_dtype(*operands)
-    return wrap(s.einsum([lift(s, stack_nested(x), dtype) for x in operands], subscripts,
-                         "auto" if optimize is None else optimize))
+    return wrap(s.einsum([lift(s, stack_nested(x), dtype) for x in operands], subscripts, optimize))
+
+
+def _planned_numpy_einsum(subscripts: str, operands: tuple, optimize: Any) -> np.ndarray:
+    """einsum of NumPy data, outside a session: the kernels a session's einsum runs (planned by the
+    same path, each operand taken as a session takes it), run on the arrays with no tape, so the bits
+    are a session's wherever BLAS runs one thread as there; data of other dtypes (integers) by NumPy's
+    einsum along the same path."""
+    arrays = [np.asarray(x) for x in operands]
+    if not all(a.dtype.kind in "fc" and a.dtype in SUPPORTED_DTYPES for a in arrays):
+        path = numpy_path(subscripts, [a.shape for a in arrays], "auto" if optimize is False else optimize)
+        return np.einsum(subscripts, *arrays, optimize=False if optimize is False else path)
+    dtype = result_dtype(*operands)
+    out = KERNEL_SESSION.einsum([Tensor(np.asarray(a, dtype=dtype)).array for a in arrays], subscripts, optimize)
+    return out if out.flags.writeable else out.copy()
 
 
 def _interleaved_subscripts(args: tuple) -> tuple[str, tuple]:

@@ -42,6 +42,8 @@ LAYERS = [
     ["numpy.methods"],
     ["numpy.functions", "numpy.transforms"],
     ["numpy.manipulation"],
+    ["numpy.linalg_norms", "numpy.linalg_more"],
+    ["numpy.scipy.factorizations"],
     ["numpy.linalg", "numpy.scipy.linalg"],
     ["numpy.scipy", "numpy.quimb_splits"],
     ["numpy.autoray_backend", "numpy.quimb_handler"],

@@ -102,12 +102,12 @@ def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
-    """NumPy's qr, modes 'reduced', 'complete' and 'r', with R's diagonal real and ≥ 0 (the derivative's
-    convention). 'complete' of a tall matrix adds an orthonormal basis of the complement to Q, which
+    """NumPy's qr, modes 'reduced' (or its old name 'full'), 'complete' and 'r', with R's diagonal real
+    and ≥ 0 (the derivative's convention). 'complete' of a tall matrix adds an orthonormal basis of the complement to Q, which
     has no derivative (refused, Unsupported, as svd's full_matrices=True); R gets zero rows."""
     if not tracked(a):
         return np.linalg.qr(a, mode)  # type: ignore[call-overload]
-    if mode not in ("reduced", "complete", "r"):
+    if mode not in ("reduced", "full", "complete", "r"):
         raise InvalidArgument("qr", "mode='reduced', 'complete' or 'r' (the thin QR, which has a derivative, or "
                                     "its completion)", repr(mode))
     s = session("qr")

@@ -18,11 +18,10 @@ from ...errors import InvalidArgument, ShapeMismatch
 from ...linalg.least_squares import refused_derivative_p
 from ...linalg.lu import lu_p
 from ...linalg.triangular import triangular_solve_p
-from ...ops.complex_parts import lift_real
 from ...tensor import Tensor
 from .. import functions as fn
 from .. import manipulation as mp
-from ..array import lift, result_dtype, session, tracked, value_of, wrap
+from ..array import lift, result_dtype, session, stop_gradient, tracked, value_of, wrap
 from ..contractions import matmul
 from ..linalg_more import broadcast_batch
 
@@ -116,7 +115,7 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> A
     m, n, k = l.shape[-2], u.shape[-1], u.shape[-2]
     lead = ((0, 0),) * (l.ndim - 2)
     combined = mp.pad(mp.tril(l, -1), lead + ((0, 0), (0, n - k))) + mp.pad(mp.triu(u), lead + ((0, m - k), (0, 0)))
-    rows = np.argmax(value_of(p), axis=-2)
+    rows = np.argmax(value_of(p), axis=-2) if m else np.zeros(p.shape[:-1], int)
     piv = np.zeros(rows.shape[:-1] + (k,), dtype=np.int32)
     for index in np.ndindex(*rows.shape[:-1]):
         piv[index] = _pivots(rows[index], k)
@@ -130,7 +129,7 @@ def _permutation(piv: np.ndarray, n: int, dtype: np.dtype) -> np.ndarray:
         rows = list(range(n))
         for i, j in enumerate(piv[index]):
             rows[i], rows[j] = rows[j], rows[i]
-        out[index + (np.array(rows), np.arange(n))] = 1
+        out[index + (np.array(rows, dtype=int), np.arange(n))] = 1
     return out
 
 
@@ -173,28 +172,36 @@ def cho_solve(c_and_lower: Any, b: Any, overwrite_b: bool = False, check_finite:
 
 
 def polar(a: Any, side: str = "right") -> Any:
-    """(u, p) with a = u p (``side='right'``) or p u ('left'), from the thin SVD w s vᴴ: u = w vᴴ and
-    p = v s vᴴ (w s wᴴ). Not differentiable at a rank-deficient a (u is not unique, p has a kink):
-    there, to rounding (s_K ≤ max(m, n) ε s₁), asking for a derivative is a LinalgError."""
+    """(u, p) with a = u p (``side='right'``) or p u ('left'): SciPy's values (from the SVD w s vᴴ,
+    u = w vᴴ), and the derivatives of u = a (aᴴa)^(-1/2) (tall) or (a aᴴ)^(-1/2) a (wide), p = uᴴ a
+    (a uᴴ) by inv_sqrtm, exact at repeated singular values. Where s_K ≤ 10 √(max(m, n) ε) s₁ (rank
+    deficient, where u is not unique and p has a kink, or near it) a derivative is a LinalgError."""
     if not tracked(a):
         return scipy.linalg.polar(a, side)
     if side not in ("right", "left"):
         raise InvalidArgument("polar", "side 'right' or 'left'", repr(side))
     s = session("polar")
-    x = lift(s, a)
-    w, sv, vh = s.svd(x)
-    u = s.einsum([w, vh], "...ik,...kj->...ij")
-    scaled = lift_real(s, sv, x)
-    if side == "right":
-        p = s.einsum([s.conj(vh) if x.dtype.kind == "c" else vh, scaled, vh], "...ki,...k,...kj->...ij")
-    else:
-        p = s.einsum([w, scaled, s.conj(w) if x.dtype.kind == "c" else w], "...ik,...k,...jk->...ij")
-    values = value_of(wrap(sv))
-    if values.size and np.any(values[..., -1] <= max(x.shape[-2:]) * np.finfo(values.dtype).eps * values[..., 0]):
-        u, p = (s.add(t, s.bind(refused_derivative_p, x, shape=t.shape, dtype=t.dtype, op="polar",
-                                expected="a matrix of full rank for the derivative (u is not unique, p has a kink)",
-                                got="a rank-deficient one (to rounding)")[0]) for t in (u, p))
-    return wrap(u), wrap(p)
+    x = wrap(lift(s, a))
+    if x.ndim < 2:
+        raise ShapeMismatch("polar", "a matrix or a stack of them (..., m, n)", f"shape {list(x.shape)}")
+    val = value_of(x)
+    w, sv, vh = np.linalg.svd(val, full_matrices=False)
+    u_val = w @ vh
+    p_val = (np.conj(np.swapaxes(vh, -1, -2)) * sv[..., None, :]) @ vh if side == "right" else \
+        (w * sv[..., None, :]) @ np.conj(np.swapaxes(w, -1, -2))
+    m, n = val.shape[-2:]
+    if sv.size and np.all(sv[..., -1] > 10 * np.sqrt(max(m, n) * np.finfo(sv.dtype).eps) * sv[..., 0]):
+        top = np.max(np.abs(val), axis=(-2, -1), keepdims=True)
+        scaled = x * (2.0 ** -np.round(np.log2(top)))  # exact, so that the Gram matrix neither overflows nor underflows
+        adjoint = fn.conj(mp.swapaxes(scaled, -1, -2))
+        u = (matmul(scaled, wrap(s.inv_sqrtm(matmul(adjoint, scaled).tensor))) if m >= n
+             else matmul(wrap(s.inv_sqrtm(matmul(scaled, adjoint).tensor)), scaled))
+        p = matmul(fn.conj(mp.swapaxes(u, -1, -2)), x) if side == "right" else matmul(x, fn.conj(mp.swapaxes(u, -1, -2)))
+        return tuple(wrap(s.constant_from(Tensor(v))) + (t - stop_gradient(t)) for v, t in ((u_val, u), (p_val, p)))
+    return tuple(wrap(s.add(s.constant_from(Tensor(v)), s.bind(
+        refused_derivative_p, x.tensor, shape=v.shape, dtype=v.dtype, op="polar",
+        expected="a matrix of full rank, s_K > 10 √(max(m, n) ε) s₁, for the derivative (u is not unique, p has a "
+                 "kink at a rank-deficient one)", got="one rank-deficient or nearly")[0])) for v in (u_val, p_val))
 
 
 def _left_eigenvectors(s: Any, v: Any) -> Any:

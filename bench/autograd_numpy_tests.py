@@ -12,12 +12,12 @@ at the adapter below, runs them with pytest, and sorts the outcomes: passed; fai
 tenferro_py.numpy has no such function (NumPy names it does not provide); failed otherwise
 (what should be fixed). Nothing of autograd is copied into this repository.
 
-The adapter keeps autograd's calling conventions: ``check_grads(fun, modes, order)(*args)`` checks
+The adapter keeps autograd's calling conventions: ``check_grads(fun, argnum, modes, order)(*args)`` checks
 every argument (or those of ``argnum``), and ``combo_check(fun, argnums)(*arg_lists, **kwarg_lists)``
 every combination, each by :func:`tenferro_py.numpy.check_grads` (JVP and VJP against central
-differences); a function returning a tuple (autograd's ``tuple`` container) is checked on its
-outputs raveled and joined, and an argument that is a list or tuple of arrays (concatenate's) on
-each of its arrays. A pytest plugin records each test's outcome and exception (``run``), which
+differences); a function returning a tuple or a list (autograd's ``tuple`` container, split's
+pieces) is checked on its outputs raveled and joined, and an argument that is a list or tuple of
+arrays (concatenate's) on each of its arrays. A pytest plugin records each test's outcome and exception (``run``), which
 bench/peer_suites.py sorts into its categories.
 """
 
@@ -54,14 +54,14 @@ def _check(fun, args, argnums, modes, order, kwargs):
             full[i] = type(args[i])(rest[:count]) if count is not None else rest[0]
             rest = rest[count if count is not None else 1:]
         out = fun(*full, **kwargs)
-        return tnp.concatenate([tnp.ravel(o) for o in out]) if isinstance(out, tuple) else out
+        return tnp.concatenate([tnp.ravel(o) for o in out]) if isinstance(out, (tuple, list)) else out
 
     leaves = [a for i in argnums for a in (args[i] if isinstance(args[i], (list, tuple)) else [args[i]])]
     tnp.check_grads(of_wanted, [onp.asarray(a, dtype=complex if onp.iscomplexobj(a) else float) for a in leaves],
                     modes=tuple(modes), order=order, h=1e-6, rtol=1e-5, atol=1e-7)
 
 
-def check_grads(fun, modes=("fwd", "rev"), order=2, argnum=None):
+def check_grads(fun, argnum=None, modes=("fwd", "rev"), order=2):  # autograd's: argnum may come second
     return lambda *args, **kwargs: _check(fun, args, argnum, modes, order, kwargs)
 
 

@@ -16,7 +16,8 @@ import scipy.linalg
 
 import tenferro_py.numpy as tnp
 
-from .harness import Case, Missing, close, draw, grads, hermitian, ours, rng_for, value_tol
+from . import jax_linalg_more
+from .harness import Case, close, draw, grads, hermitian, ours, rng_for, value_tol
 from .jax_support import check, is_64, product_cases
 
 ALL = [np.float32, np.float64, np.complex64, np.complex128]
@@ -207,12 +208,6 @@ def _sqrtm_edge(name, diag, expected, dtype):
           np.diag(expected), value_tol(dtype, 10))
 
 
-def _missing(function):
-    def run(name, **_):
-        raise Missing(function)
-    return run
-
-
 def cases() -> list[Case]:
     out: list[Case] = []
     P = itertools.product
@@ -283,13 +278,5 @@ def cases() -> list[Case]:
              ([0, 0, 9, 0, 0, 4], [0, 0, 3, 0, 0, 2])]
     out += product_cases("testSqrtmEdgeCase", [dict(diag=a, expected=e, dtype=d) for (a, e), d in P(edges, ALL)],
                          _sqrtm_edge)
-    for test, function in [("testMatrixNorm", "tnp.linalg.matrix_norm"), ("testVectorNorm", "tnp.linalg.vector_norm"),
-                           ("testCond", "tnp.linalg.cond"), ("testTensorinv", "tnp.linalg.tensorinv"),
-                           ("testTensorsolve", "tnp.linalg.tensorsolve"), ("testMatrixRank", "tnp.linalg.matrix_rank"),
-                           ("testMultiDot", "tnp.linalg.multi_dot"), ("testCross", "tnp.cross"),
-                           ("testVecdot", "tnp.linalg.vecdot"), ("testLu", "tnp.scipy.linalg.lu"),
-                           ("testSchur", "tnp.scipy.linalg.schur"), ("testFunm", "tnp.scipy.linalg.funm"),
-                           ("testSolveTriangular", "tnp.scipy.linalg.solve_triangular"),
-                           ("testChoSolve", "tnp.scipy.linalg.cho_solve"), ("testPolar", "tnp.scipy.linalg.polar")]:
-        out += product_cases(test, [dict()], _missing(function))
+    out += jax_linalg_more.cases()
     return out

@@ -14,7 +14,7 @@ import scipy.linalg
 
 import tenferro_py.numpy as tnp
 
-from .harness import Case, Missing, WrongValue, along, close, draw, grads, hermitian, ours, rng_for, value_tol
+from .harness import Case, WrongValue, along, close, draw, grads, hermitian, ours, rng_for, value_tol
 from .jax_support import check, is_64, product_cases
 
 ALL = [np.float32, np.float64, np.complex64, np.complex128]
@@ -109,32 +109,38 @@ def _svd_grad(name, shape, dtype, full_matrices, compute_uv):
 
 
 def _qr(name, shape, dtype, full_matrices):
-    if full_matrices:
-        raise Missing("tnp.linalg.qr(mode='complete')")
     a = draw(rng_for(name), shape, dtype)
     m, n = shape[-2:]
-    k = min(m, n)
-    q, r = ours(lambda x: tnp.linalg.qr(x), a)
+    mode = "complete" if full_matrices else "reduced"
+    k = m if full_matrices else min(m, n)
+    q, r = ours(lambda x: tnp.linalg.qr(x, mode=mode), a)
     scale = max(1, max(m, n)) * eps(dtype)
     if a.size:
         error = np.max(np.linalg.norm(a - q @ r, axis=(-2, -1))) / scale
         if not error < 60 * max(1.0, float(np.max(np.linalg.norm(a, axis=(-2, -1))))):
             raise WrongValue(f"|a - qr| = {error:.1f} ulps")
         nq = np.linalg.qr(a)[0]
-        ratio = np.divide(np.where(nq == 0, 0, q), np.where(nq == 0, 1, nq)).sum(axis=-2, keepdims=True)
+        thin = q[..., :min(m, n)]  # the complete Q's extra columns are any basis of the complement
+        ratio = np.divide(np.where(nq == 0, 0, thin), np.where(nq == 0, 1, nq)).sum(axis=-2, keepdims=True)
         phases = ratio / np.abs(ratio)
-        close("Q against NumPy's up to column phases", q * np.conj(phases), nq, 200 * scale)
+        close("Q against NumPy's up to column phases", thin * np.conj(phases), nq, 200 * scale)
     close("QᴴQ", np.conj(T(q)) @ q, np.broadcast_to(np.eye(k), shape[:-2] + (k, k)), 10 * scale)
     if is_64(dtype):
-        _identity_jvp(name, lambda x: tnp.matmul(*tnp.linalg.qr(x)), a, 1e-12 * max(1, np.sqrt(m * n)))
-        if a.size <= 1000:
-            check(name, lambda xp, x: xp.linalg.qr(x), [a], peer=False)
+        thin = "reduced" if m > n else mode  # the complete Q's extra columns have no derivative (refused)
+        _identity_jvp(name, lambda x: tnp.matmul(*tnp.linalg.qr(x, mode=thin)), a, 1e-12 * max(1, np.sqrt(m * n)))
+        if a.size <= 1000:  # complete Q of a tall matrix: R only (Q's extra columns have no derivative, refused)
+            part = (lambda x: tnp.linalg.qr(x, mode=mode)[1]) if full_matrices and m > n else (
+                lambda x: tnp.linalg.qr(x, mode=mode))
+            check(name, lambda xp, x: part(x), [a], peer=False)
 
 
 def _numpy_qr_modes(name, shape, dtype, mode):
     a = draw(rng_for(name), shape, dtype)
     got = ours(lambda x: tnp.linalg.qr(x, mode=mode), a)
     want = np.linalg.qr(a, mode=mode)
+    if mode == "r":
+        close("R up to row signs", np.abs(got), np.abs(want), 1e-5)
+        return
     q, r = got
     close("QR", q @ r, a, 1e-5)
     close("R up to row signs", np.abs(r), np.abs(want[1]), 1e-5)
@@ -206,14 +212,21 @@ def _issue1383(name):
 
 
 def _eig(name, shape, dtype, left):
-    if left:
-        raise Missing("left eigenvectors (lax.linalg.eig compute_left_eigenvectors)")
     a = draw(rng_for(name), shape, dtype)
-    w, v = ours(tnp.linalg.eig, a)
+    if left:  # scipy.linalg.eig's left eigenvectors, vlᴴ a = w vlᴴ
+        w, vl, v = ours(lambda x: tnp.scipy.linalg.eig(x, left=True), a)
+    else:
+        w, v = ours(tnp.linalg.eig, a)
     n = shape[-1]
-    norm = np.linalg.norm(a @ v - w[..., None, :] * v, axis=(-2, -1)) / ((n + 1) * eps(dtype))
-    if a.size and not np.all(norm < 100 * max(1.0, float(np.max(np.linalg.norm(a, axis=(-2, -1)))))):
+    scale = (n + 1) * eps(dtype)
+    bound = 100 * max(1.0, float(np.max(np.linalg.norm(a, axis=(-2, -1))))) if a.size else 1.0
+    norm = np.linalg.norm(a @ v - w[..., None, :] * v, axis=(-2, -1)) / scale
+    if a.size and not np.all(norm < bound):
         raise WrongValue(f"|a v - w v| = {np.max(norm):.1f} (n+1) eps")
+    if left:
+        norm = np.linalg.norm(np.conj(T(a)) @ vl - np.conj(w[..., None, :]) * vl, axis=(-2, -1)) / scale
+        if a.size and not np.all(norm < bound):
+            raise WrongValue(f"|aᴴ vl - conj(w) vl| = {np.max(norm):.1f} (n+1) eps")
     close("eigvals", ours(tnp.linalg.eigvals, a), w, 2e-14 if is_64(dtype) else 1e-5)
 
 
@@ -224,10 +237,11 @@ def _eigvals_grad(name, shape, dtype):
 
 def _eig_grad(name, shape, dtype, left_right):
     left, right = left_right
-    if left:
-        raise Missing("left eigenvectors (lax.linalg.eig compute_left_eigenvectors)")
     a = draw(rng_for(name), shape, dtype)
-    f = (lambda x: tnp.linalg.eig(x)) if np.iscomplexobj(a) else (lambda x: (lambda w, v: (w, v * v))(*tnp.linalg.eig(x)))
+
+    def f(x):
+        w, *vectors = tnp.scipy.linalg.eig(x, left=left, right=right)
+        return (w,) + tuple(vectors if np.iscomplexobj(a) else [v * v for v in vectors])
     grads(f, [a], order=2, rtol=1e-3, atol=1e-3)
 
 

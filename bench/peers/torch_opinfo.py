@@ -75,6 +75,56 @@ def _lstsq(a, b, driver=None, grad_oriented=False):
     return (x, residuals) if grad_oriented and driver != "gelsy" else x
 
 
+def _matrix_rank(x, atol=None, rtol=None, hermitian=False):
+    """torch's tolerance max(atol, rtol·s₁) (rtol 0 when only atol > 0 is given; NumPy's default
+    when neither is) as NumPy's absolute tol."""
+    if atol is None and rtol is None:
+        return tnp.linalg.matrix_rank(x, hermitian=hermitian)
+    value = np.asarray(tnp.stop_gradient(x))
+    if rtol is None:
+        rtol = 0.0 if atol is not None and np.all(np.asarray(atol) > 0) else np.finfo(value.dtype).eps * max(value.shape[-2:])
+    top = np.max(np.abs(np.linalg.eigvalsh(value)) if hermitian else np.linalg.svd(value, compute_uv=False),
+                 axis=-1, initial=0.0)
+    return tnp.linalg.matrix_rank(x, tol=np.maximum(0.0 if atol is None else atol, rtol * top), hermitian=hermitian)
+
+
+def _solve_triangular(a, b, upper, left=True, unitriangular=False):
+    """left=False (x a = b) as aᵀ xᵀ = bᵀ."""
+    if left:
+        return tnp.scipy.linalg.solve_triangular(a, b, lower=not upper, unit_diagonal=unitriangular)
+    return _swap(tnp.scipy.linalg.solve_triangular(a, _swap(b), trans=1, lower=not upper, unit_diagonal=unitriangular))
+
+
+def _lu_factor(x, pivot=True):
+    if not pivot:
+        raise Missing("tnp.scipy.linalg.lu without pivoting")
+    lu, piv = tnp.scipy.linalg.lu_factor(x)
+    return lu, piv + 1  # torch's pivots are 1-based
+
+
+def _lu_solve(lu, pivots, b, left=True, adjoint=False):
+    """torch's (left, adjoint) as SciPy's trans on b or on bᴴ (x a = b as aᵀ xᵀ = bᵀ; x aᴴ = b as a xᴴ = bᴴ)."""
+    factors = (lu, np.asarray(pivots) - 1)
+    if left:
+        return tnp.scipy.linalg.lu_solve(factors, b, trans=2 if adjoint else 0)
+    if not adjoint:
+        return _swap(tnp.scipy.linalg.lu_solve(factors, _swap(b), trans=1))
+    return tnp.conj(_swap(tnp.scipy.linalg.lu_solve(factors, tnp.conj(_swap(b)))))
+
+
+def _vector_norm(x, ord=2, dim=None, keepdim=False):
+    """torch takes dim 0 (or -1) of a 0-d tensor as the whole of it."""
+    if np.ndim(x) == 0:
+        dim, keepdim = None, False
+    return tnp.linalg.vector_norm(x, axis=dim, keepdims=keepdim, ord=ord)
+
+
+def _logdet(x):
+    """log det: log|det| + log(sign) (NaN for a negative real det, as torch's)."""
+    sign, logabs = tnp.linalg.slogdet(x)
+    return logabs + tnp.log(sign)
+
+
 OURS: dict[tuple[str, str], Callable[..., Any]] = {
     ("linalg.det", ""): lambda x: tnp.linalg.det(x),
     ("linalg.slogdet", ""): lambda x: tuple(tnp.linalg.slogdet(x)),
@@ -101,19 +151,27 @@ OURS: dict[tuple[str, str], Callable[..., Any]] = {
     ("linalg.lstsq", "grad_oriented"): lambda a, b, driver=None: _lstsq(a, b, driver, grad_oriented=True),
     ("linalg.diagonal", ""): lambda x, offset=0, dim1=-2, dim2=-1: tnp.diagonal(x, offset, dim1, dim2),
     ("matrix_exp", ""): lambda x: tnp.scipy.linalg.expm(x),
+    ("linalg.cond", ""): lambda x, p=None: tnp.linalg.cond(x, p),
+    ("linalg.matrix_rank", ""): _matrix_rank,
+    ("linalg.matrix_rank", "hermitian"): _matrix_rank,
+    ("linalg.vector_norm", ""): _vector_norm,
+    ("linalg.cross", ""): lambda x, y, dim=-1: tnp.linalg.cross(x, y, axis=dim),
+    ("linalg.vecdot", ""): lambda x, y, dim=-1: tnp.linalg.vecdot(x, y, axis=dim),
+    ("linalg.multi_dot", ""): lambda xs: tnp.linalg.multi_dot(xs),
+    ("linalg.tensorinv", ""): lambda x, ind=2: tnp.linalg.tensorinv(x, ind=ind),
+    ("linalg.tensorsolve", ""): lambda a, b, dims=None: tnp.linalg.tensorsolve(a, b, axes=dims),
+    ("linalg.solve_triangular", ""): _solve_triangular,
+    ("linalg.lu", ""): lambda x, pivot=True: tnp.scipy.linalg.lu(x) if pivot else _lu_factor(x, pivot),
+    ("linalg.lu_factor", ""): _lu_factor,
+    ("linalg.lu_solve", ""): _lu_solve,
+    ("logdet", ""): _logdet,
 }
-MISSING = {"linalg.cond": "tnp.linalg.cond", "linalg.matrix_rank": "tnp.linalg.matrix_rank",
-           "linalg.vector_norm": "tnp.linalg.vector_norm", "linalg.cross": "tnp.cross",
-           "linalg.vecdot": "tnp.linalg.vecdot", "linalg.multi_dot": "tnp.linalg.multi_dot",
-           "linalg.tensorinv": "tnp.linalg.tensorinv", "linalg.tensorsolve": "tnp.linalg.tensorsolve",
-           "linalg.solve_triangular": "tnp.scipy.linalg.solve_triangular", "linalg.lu": "tnp.scipy.linalg.lu",
-           "linalg.lu_factor": "tnp.scipy.linalg.lu_factor", "linalg.lu_solve": "tnp.scipy.linalg.lu_solve",
-           "linalg.householder_product": "a Householder product", "linalg.vander": "tnp.vander",
+MISSING = {"linalg.householder_product": "a Householder product", "linalg.vander": "tnp.vander",
            "linalg.ldl_factor": "tnp.scipy.linalg.ldl", "linalg.ldl_solve": "an LDL solve",
            "linalg.cholesky_ex": "cholesky_ex (torch's info-returning variant)",
            "linalg.inv_ex": "inv_ex (torch's info-returning variant)",
            "linalg.solve_ex": "solve_ex (torch's info-returning variant)",
-           "linalg.lu_factor_ex": "lu_factor_ex", "linalg.ldl_factor_ex": "ldl_factor_ex", "logdet": "tnp.linalg.logdet"}
+           "linalg.lu_factor_ex": "lu_factor_ex", "linalg.ldl_factor_ex": "ldl_factor_ex"}
 
 
 def _thin(u_s_vh):
@@ -149,22 +207,32 @@ def _torch_qr_gauge(torch, q, r):
 
 def _run(name: str, op: Any, sample: Any, key: tuple[str, str]) -> None:
     torch = torch_module()
-    tensors = [sample.input] + [a for a in sample.args if isinstance(a, torch.Tensor)]
-    kwargs = {k: (v.item() if isinstance(v, torch.Tensor) else v) for k, v in sample.kwargs.items()}
-    arrays = [t.detach().numpy().copy() for t in tensors]
+    listed = isinstance(sample.input, (list, tuple))  # multi_dot's input is a list of tensors
+    firsts = list(sample.input) if listed else [sample.input]
+    kwargs = {k: (v.item() if v.ndim == 0 else v.numpy()) if isinstance(v, torch.Tensor) else v
+              for k, v in sample.kwargs.items()}
+    # Integer tensors (lu_solve's pivots) are fixed arguments, not differentiated.
+    fixed = {i: a.numpy().copy() for i, a in enumerate(sample.args)
+             if isinstance(a, torch.Tensor) and not (a.is_floating_point() or a.is_complex())}
+    tensors = firsts + [a for i, a in enumerate(sample.args) if isinstance(a, torch.Tensor) and i not in fixed]
+    arrays = [t.detach().resolve_conj().numpy().copy() for t in tensors]
     fn_name = getattr(sample.output_process_fn_grad, "__name__", "")
     our_fn = OURS[key]
 
-    def with_args(inputs):
-        """The sample's positional arguments with its tensors replaced by ``inputs``, in order."""
-        rest = iter(inputs[1:])
-        return [next(rest) if isinstance(a, torch.Tensor) else a for a in sample.args]
+    def with_args(inputs, as_tensor=False):
+        """The sample's positional arguments with its differentiated tensors replaced by ``inputs``, in order."""
+        rest = iter(inputs[len(firsts):])
+        return [(torch.from_numpy(fixed[i]) if as_tensor else fixed[i]) if i in fixed
+                else next(rest) if isinstance(a, torch.Tensor) else a for i, a in enumerate(sample.args)]
+
+    def first(inputs):
+        return list(inputs[:len(firsts)]) if listed else inputs[0]
 
     def our_processed(*xs):
-        return process(fn_name, our_fn(xs[0], *with_args(xs), **kwargs), tnp.abs)
+        return process(fn_name, our_fn(first(xs), *with_args(xs), **kwargs), tnp.abs)
 
     def torch_processed(*ts):
-        out = op.gradcheck_wrapper(op.op, ts[0], *with_args(ts), **sample.kwargs)
+        out = op.gradcheck_wrapper(op.op, first(ts), *with_args(ts, True), **sample.kwargs)
         if key[0] == "linalg.qr" and sample.kwargs.get("mode", "reduced") == "reduced":
             out = _torch_qr_gauge(torch, *out)
         if key == ("linalg.lstsq", ""):
@@ -178,7 +246,7 @@ def _run(name: str, op: Any, sample: Any, key: tuple[str, str]) -> None:
         want = torch_processed(*[t.detach() for t in tensors])
     want = torch.cat([w.reshape(-1).to(torch.complex128 if any(v.is_complex() for v in want) else w.dtype)
                       for w in want]) if isinstance(want, tuple) else want
-    close("value against torch's", got, want.numpy(), 1e-10)
+    close("value against torch's", got, want.resolve_conj().numpy(), 1e-10)
     if not op.supports_autograd:
         return
     if key[1] == "subgradients_at_zero":  # torch's own gradchecks expect failure there: a subgradient, finite
@@ -211,7 +279,7 @@ def _torch_jvp(torch, f):
                 return out
             complex_ = any(o.is_complex() for o in out)
             return torch.cat([o.reshape(-1).to(torch.complex128) if complex_ else o.reshape(-1) for o in out])
-        return torch.func.jvp(flat, primals, ts)[1].detach().numpy()
+        return torch.func.jvp(flat, primals, ts)[1].detach().resolve_conj().numpy()
     return jvp
 
 

@@ -6,7 +6,8 @@ differentiate again), one module per factorisation:
 - :mod:`.svd` (the thin SVD), :mod:`.svd_truncated` (the k leading triplets by a Krylov method),
   :mod:`.eigh`, :mod:`.eigh_krylov` (the k pairs of largest |λ| by a Krylov method), :mod:`.qr` (with the unit-triangular solve), :mod:`.solve` (solve, inv),
   :mod:`.norms`, and :mod:`.cholesky`, :mod:`.determinants`, :mod:`.least_squares`, :mod:`.pinv`,
-  :mod:`.eig`, :mod:`.expm`, :mod:`.matrix_functions`, :mod:`.eigh_function`, :mod:`.complement`;
+  :mod:`.eig`, :mod:`.expm`, :mod:`.matrix_functions`, :mod:`.eigh_function`, :mod:`.complement`,
+  :mod:`.triangular` (triangular solves), :mod:`.lu` (LU with partial pivoting);
 - :mod:`.ops`: the session methods of these ops, which every session has (``OpSet`` inherits them).
 
 Each primitive is one matrix's; stacks of matrices (..., m, n) go through the same rules one
@@ -25,6 +26,7 @@ from .eigh_function import check_functions, eigh_function_p  # noqa: F401
 from .eigh_krylov import eigh_complement_solve_p, eigh_krylov_p, truncated_eigh  # noqa: F401
 from .expm import expm_frechet_p, expm_p  # noqa: F401
 from .least_squares import lstsq  # noqa: F401
+from .lu import lu_p  # noqa: F401
 from .matrix_functions import inv_sqrtm_p, logm_p, sqrtm_p  # noqa: F401
 from .norms import MATRIX_ORDS, VECTOR_ORDS, frobenius_p, norm, reciprocal_or_zero_p  # noqa: F401
 from .pinv import pinv_p, pinv_rtol  # noqa: F401
@@ -36,6 +38,7 @@ from .spectral import (  # noqa: F401
 from .split import split_p  # noqa: F401
 from .svd import svd_p, svd_pullback_p, svd_tangent_p  # noqa: F401
 from .svd_truncated import complement_solve_p, deflation_width, svd_krylov_p  # noqa: F401
+from .triangular import triangular_solve_p  # noqa: F401
 
 
 def semantic_ad_rules() -> RuleSet:

@@ -18,11 +18,14 @@ from ..errors import InvalidArgument, ShapeMismatch
 from ..linalg.complement import orthogonal_complement
 from . import functions as fn
 from . import manipulation as mp
-from .array import lift, result_dtype, session, tracked, value_of, wrap
-from .shaping import normalize_axes
+from .array import lift, result_dtype, session, tracked, wrap
+from .linalg_more import broadcast_batch, cross, lstsq, matrix_rank, multi_dot, tensorinv, tensorsolve, vecdot
+from .linalg_norms import cond, matrix_norm, norm, vector_norm
 
 __all__ = ["eig", "eigh", "eigvals", "inv", "norm", "pinv", "qr", "solve", "svd"]
 __all__ += ["cholesky", "det", "eigvalsh", "lstsq", "matrix_power", "slogdet", "svdvals"]
+__all__ += ["cond", "cross", "matrix_norm", "matrix_rank", "multi_dot", "tensorinv", "tensorsolve", "vecdot",
+            "vector_norm"]
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
@@ -99,24 +102,35 @@ def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803 (NumPy's name)
 
 
 def qr(a: Any, mode: str = "reduced") -> Any:
-    """NumPy's qr, mode 'reduced' only, with R's diagonal real and ≥ 0 (the derivative's convention)."""
+    """NumPy's qr, modes 'reduced' (or its old name 'full'), 'complete' and 'r', with R's diagonal real
+    and ≥ 0 (the derivative's convention). 'complete' of a tall matrix adds an orthonormal basis of the complement to Q, which
+    has no derivative (refused, Unsupported, as svd's full_matrices=True); R gets zero rows."""
     if not tracked(a):
         return np.linalg.qr(a, mode)  # type: ignore[call-overload]
-    if mode != "reduced":
-        raise InvalidArgument("qr", "mode='reduced' (the thin QR, which has a derivative)", repr(mode))
+    if mode not in ("reduced", "full", "complete", "r"):
+        raise InvalidArgument("qr", "mode='reduced', 'complete' or 'r' (the thin QR, which has a derivative, or "
+                                    "its completion)", repr(mode))
     s = session("qr")
-    q, r = s.qr(lift(s, a))
+    x = lift(s, a)
+    q, r = s.qr(x)
+    if mode == "r":
+        return wrap(r)
+    m, n = x.shape[-2:]
+    if mode == "complete" and m > n:
+        q = s.concatenate([q, orthogonal_complement(s, q, "qr")], x.ndim - 1)
+        r = s.concatenate([r, s.zeros(x.shape[:-2] + (m - n, n), r.dtype)], x.ndim - 2)
     return wrap(q), wrap(r)
 
 
 def solve(a: Any, b: Any) -> Any:
-    """NumPy's solve: x with a x = b (b a vector only when 1-D, as NumPy ≥ 2)."""
+    """NumPy's solve: x with a x = b (b a vector only when 1-D, as NumPy ≥ 2), leading axes broadcast."""
     if not tracked(a, b):
         return np.linalg.solve(a, b)
 
     s = session("solve")
     dtype = result_dtype(a, b)
-    return wrap(s.solve(lift(s, a, dtype), lift(s, b, dtype)))
+    a, b = lift(s, a, dtype), lift(s, b, dtype)
+    return wrap(s.solve(*broadcast_batch("solve", s, [a, b], [2, 1 if b.ndim == 1 else 2])))
 
 
 def inv(a: Any) -> Any:
@@ -125,94 +139,6 @@ def inv(a: Any) -> Any:
         return np.linalg.inv(a)
     s = session("inv")
     return wrap(s.inv(lift(s, a)))
-
-
-def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
-    """numpy.linalg.norm: of a vector or a matrix (axis None), vector norms along one axis, and matrix
-    norms over a pair of axes (NumPy's orders for each, with ``keepdims``)."""
-    if not tracked(x):
-        return np.linalg.norm(x, ord, axis, keepdims)
-    a = fn.asarray(x)
-    if axis is None and a.ndim > 2 and ord is not None:
-        raise InvalidArgument("norm", "ord None for an array of rank > 2 without axis", repr(ord))
-    axes = normalize_axes("norm", axis, a.ndim)
-    if len(axes) == 1:
-        out = _vector_norm(a, ord, axes[0])
-    elif len(axes) == 2 and not (axis is None and ord is None):
-        out = _matrix_norm(a, ord, axes)
-    elif ord is None:  # the Frobenius norm over every axis
-        out = _vector_norm(mp.ravel(a), None, 0)
-    else:
-        raise InvalidArgument("norm", "one or two axes (a vector or a matrix norm)", repr(axis))
-    if keepdims:
-        out = fn.reshape(out, tuple(1 if i in axes else n for i, n in enumerate(a.shape)))
-    return out
-
-
-def _euclidean(magnitude: Any, axes: Any) -> Any:
-    """sqrt(Σ |x|²) along axes; at a zero vector the derivative is 0 (as the matrix norm's), not 0/0."""
-    squares = fn.sum(magnitude * magnitude, axes)
-    zero = value_of(squares) == 0
-    return fn.where(zero, 0.0, fn.sqrt(fn.where(zero, 1.0, squares)))
-
-
-def _vector_norm(a: Any, ord: Any, axis: int) -> Any:
-    """NumPy's vector norm of order ``ord`` along ``axis``: None or 2, ±1, ±inf, 0 (the count of
-    nonzero entries) or any other real p, (Σ |x|ᵖ)^(1/p)."""
-    if a.ndim == 1 and (ord is None or ord in (2, 1, np.inf, -np.inf)) and not isinstance(ord, str):
-        s = session("norm")
-        return wrap(s.norm(a.tensor, ord))
-    if isinstance(ord, str) or not isinstance(ord, (int, float, np.integer, np.floating, type(None))):
-        raise InvalidArgument("norm", "a vector order: None or a real number", repr(ord))
-    magnitude = fn.abs(a)
-    if ord is None or ord == 2:
-        return _euclidean(magnitude, axis)
-    if ord == np.inf:
-        return fn.max(magnitude, axis)
-    if ord == -np.inf:
-        return fn.min(magnitude, axis)
-    if ord == 0:  # a count, which has no derivative
-        return fn.sum(fn.where(value_of(magnitude) != 0, fn.ones_like(magnitude), fn.zeros_like(magnitude)), axis)
-    if ord == 1:
-        return fn.sum(magnitude, axis)
-    return _p_norm(magnitude, float(ord), axis)
-
-
-def _p_norm(magnitude: Any, p: float, axis: int) -> Any:
-    """(Σ |x|ᵖ)^(1/p) with the smallest subgradient, 0, where it has no derivative (at a zero vector,
-    at zero entries for p < 1), never 0/0: zero entries add nothing (p > 0) or make the norm 0 (p < 0,
-    NumPy's value) and move nothing."""
-    nonzero = value_of(magnitude) != 0
-    safe = fn.where(nonzero, magnitude, 1.0)
-    if p > 0:
-        total = fn.sum(fn.where(nonzero, safe ** p, 0.0), axis)
-        zero = value_of(total) == 0
-    else:
-        total = fn.sum(safe ** p, axis)
-        zero = np.any(~nonzero, axis=axis)
-    return fn.where(zero, 0.0, fn.where(zero, 1.0, total) ** (1.0 / p))
-
-
-def _matrix_norm(a: Any, ord: Any, axes: tuple[int, int]) -> Any:
-    """NumPy's matrix norm of order ``ord`` of each matrix (rows along axes[0], columns along axes[1])."""
-    y = mp.moveaxis(a, axes, (-2, -1))
-    if y.ndim == 2:
-        s = session("norm")
-        return wrap(s.norm(y.tensor, ord))
-    if ord in (None, "fro"):
-        return _euclidean(fn.abs(y), (-2, -1))
-    if ord in ("nuc", 2, -2):
-        values = svdvals(y)
-        if ord == "nuc":
-            return fn.sum(values, -1)
-        if values.shape[-1] == 0:
-            raise ShapeMismatch("norm", f"matrices with at least one row and column for ord {ord} (an extreme "
-                                        "singular value)", f"shape {list(y.shape)}")
-        return values[..., 0] if ord == 2 else values[..., -1]
-    if ord in (1, -1, np.inf, -np.inf) and not isinstance(ord, bool):
-        sums = fn.sum(fn.abs(y), -2 if ord in (1, -1) else -1)  # column sums for ±1, row sums for ±inf
-        return fn.max(sums, -1) if ord > 0 else fn.min(sums, -1)
-    raise InvalidArgument("norm", "a matrix order among None, 'fro', 'nuc', 2, -2, 1, -1, inf, -inf", repr(ord))
 
 
 def det(a: Any) -> Any:
@@ -261,16 +187,6 @@ def svdvals(x: Any, /) -> Any:
         return np.linalg.svdvals(x)
     s = session("svdvals")
     return wrap(s.svdvals(lift(s, x)))
-
-
-def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
-    """(x, residuals, rank, s) as NumPy's; x differentiates at full rank (below it, in b only)."""
-    if not tracked(a, b):
-        return np.linalg.lstsq(a, b, rcond)
-    s = session("lstsq")
-    dtype = result_dtype(a, b)
-    x, residuals, rank, sv = s.lstsq(lift(s, a, dtype), lift(s, b, dtype), rcond)
-    return wrap(x), wrap(residuals), rank, wrap(sv)
 
 
 def matrix_power(a: Any, n: int) -> Any:

@@ -1,37 +1,37 @@
-"""NumPy's array manipulation routines on tnp arrays (ravel, swapaxes, moveaxis, expand_dims,
-broadcast_to, concatenate, stack, diagonal, trace, diag, triu, tril, flip, roll, rot90, repeat, tile)
-and the products inner, outer and kron, each written with session ops and working both ways, as
-:mod:`.functions`' do. Rearrangements NumPy defines by indices are one gather of the positions
-NumPy's own function picks."""
+"""NumPy's array manipulation routines on tnp arrays (swapaxes, broadcast_to, diagonal, trace, diag,
+make_diagonal, triu, tril, flip, roll, rot90, repeat, tile, sort, partition, pad), the products inner,
+outer, kron and vdot, each written with session ops and working both ways, as :mod:`.functions`' do;
+and, re-exported, :mod:`.joining`'s and :mod:`.arithmetic`'s. Rearrangements NumPy defines by
+indices are one gather of the positions NumPy's own function picks."""
 
 from __future__ import annotations
 
 import builtins
 import functools
+import math
 import string
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..errors import InvalidArgument
-from .array import broadcast_to_shape, lift, observed, result_dtype, session, tracked, value_of, wrap
+from . import arithmetic, joining
+from .array import broadcast_to_shape, lift, observed, session, tracked, value_of, wrap
 from .contractions import dot, einsum, tensordot
+from .arithmetic import *  # noqa: F401,F403 (re-exported: tnp takes this module's names)
 from .functions import add, asarray, conj, multiply, sum, where
+from .joining import *  # noqa: F401,F403
+from .joining import concatenate, ravel
 from .shaping import normalize_axes, normalize_axis, rearranged, reshape, transpose
 
-__all__ = [
-    "append", "argmax", "argmin", "argsort", "broadcast_to", "concatenate", "diag", "diagonal", "expand_dims", "flip",
-    "fliplr", "flipud", "hstack", "indices", "inner", "kron", "moveaxis", "outer", "pad", "ravel", "repeat", "roll",
-    "rot90", "sort", "stack", "swapaxes", "take_along_axis", "tile", "trace", "tril", "triu", "vdot", "vstack",
-]
+__all__ = sorted(set(arithmetic.__all__) | set(joining.__all__) | {
+    "argmax", "argmin", "argpartition", "argsort", "broadcast_to", "diag", "diagonal", "flip", "fliplr", "flipud",
+    "indices", "inner", "kron", "make_diagonal", "outer", "pad", "partition", "ravel", "repeat", "roll", "rot90",
+    "sort", "swapaxes", "take_along_axis", "tile", "trace", "tril", "triu", "vdot",
+})
 
 
 # --- shape -------------------------------------------------------------------------------------------
-
-
-def ravel(a: Any) -> Any:
-    """The array flattened, row-major."""
-    return reshape(a, (-1,))
 
 
 def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
@@ -45,73 +45,12 @@ def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     return transpose(x, perm)
 
 
-def moveaxis(a: Any, source: Any, destination: Any) -> Any:
-    """NumPy's moveaxis: the source axes to the destinations, the others in order."""
-    if not tracked(a):
-        return np.moveaxis(a, source, destination)
-    x = asarray(a)
-    sources = normalize_axes("moveaxis", source, x.ndim)
-    destinations = normalize_axes("moveaxis", destination, x.ndim)
-    if len(sources) != len(destinations):
-        raise InvalidArgument("moveaxis", "as many destinations as sources", f"{len(destinations)} and {len(sources)}")
-    order = [i for i in range(x.ndim) if i not in sources]
-    for dest, src in sorted(zip(destinations, sources)):
-        order.insert(dest, src)
-    return transpose(x, order)
-
-
-def expand_dims(a: Any, axis: Any) -> Any:
-    """NumPy's expand_dims: axes of length 1 inserted."""
-    if not tracked(a):
-        return np.expand_dims(a, axis)
-    x = asarray(a)
-    return reshape(x, np.expand_dims(np.empty(x.shape, dtype=np.bool_), axis).shape)
-
-
 def broadcast_to(a: Any, shape: Any) -> Any:
     """NumPy's broadcast_to; the derivative sums over the broadcast axes."""
     if not tracked(a):
         return np.broadcast_to(a, shape)
     s = session("broadcast_to")
     return wrap(broadcast_to_shape(s, lift(s, a), tuple(shape)))
-
-
-def concatenate(arrays: Sequence[Any], axis: int = 0) -> Any:
-    """NumPy's concatenate along axis, dtypes promoted as NumPy does."""
-    if not tracked(*arrays):
-        return np.concatenate(arrays, axis)
-    s = session("concatenate")
-    dtype = result_dtype(*arrays)
-    ts = [lift(s, a, dtype) for a in arrays]
-    if any(t.ndim == 0 for t in ts):
-        raise InvalidArgument("concatenate", "arrays of rank >= 1", "a 0-d array")
-    return wrap(s.concatenate(ts, normalize_axis("concatenate", axis, ts[0].ndim)))
-
-
-def stack(arrays: Sequence[Any], axis: int = 0) -> Any:
-    """NumPy's stack: the arrays joined along a new axis."""
-    if not tracked(*arrays):
-        return np.stack(arrays, axis)
-    xs = [asarray(a) for a in arrays]
-    axis = normalize_axis("stack", axis, xs[0].ndim + 1)
-    return concatenate([expand_dims(x, axis) for x in xs], axis)
-
-
-def hstack(arrays: Sequence[Any]) -> Any:
-    """NumPy's hstack."""
-    if not tracked(*arrays):
-        return np.hstack(arrays)
-    xs = [asarray(a) for a in arrays]
-    xs = [reshape(x, (1,)) if x.ndim == 0 else x for x in xs]
-    return concatenate(xs, 0 if xs[0].ndim == 1 else 1)
-
-
-def vstack(arrays: Sequence[Any]) -> Any:
-    """NumPy's vstack."""
-    if not tracked(*arrays):
-        return np.vstack(arrays)
-    xs = [asarray(a) for a in arrays]
-    return concatenate([reshape(x, (1, -1)) if x.ndim < 2 else x for x in xs], 0)
 
 
 def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
@@ -205,16 +144,6 @@ def tile(a: Any, reps: Any) -> Any:
     if not tracked(a):
         return np.tile(a, reps)
     return rearranged("tile", asarray(a), lambda p: np.tile(p, reps))
-
-
-def append(arr: Any, values: Any, axis: Any = None) -> Any:
-    """NumPy's append: both flattened and joined when axis is None."""
-    if not tracked(arr, values):
-        return np.append(arr, values, axis)
-    a, v = asarray(arr), asarray(values)
-    if axis is None:
-        return concatenate([ravel(a), ravel(v)], 0)
-    return concatenate([a, v], axis)
 
 
 # --- products -----------------------------------------------------------------------------------------
@@ -332,3 +261,40 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any
         raise InvalidArgument("pad", "constant_values: one number", repr(constant_values))
     outside = np.pad(np.zeros(x.shape), widths, constant_values=1.0)
     return padded if not np.any(value_of(constant_values)) else add(padded, multiply(constant_values, outside))
+
+
+def argpartition(a: Any, kth: Any, axis: Any = -1) -> Any:
+    """NumPy's argpartition, of the values."""
+    return np.argpartition(value_of(a), kth, axis=axis)
+
+
+def partition(a: Any, kth: Any, axis: Any = -1) -> Any:
+    """NumPy's partition: the entries in the order argpartition gives, so the derivative follows each
+    entry to its place."""
+    if not tracked(a):
+        return np.partition(a, kth, axis=axis)
+    x = asarray(a)
+    if axis is None:
+        x, axis = ravel(x), 0
+    return take_along_axis(x, np.argpartition(value_of(x), kth, axis=axis), axis)
+
+
+def make_diagonal(D: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """autograd's make_diagonal, the adjoint of diagonal: zeros with D's last axis on the ``offset``
+    diagonal of the output's axes ``axis1`` and ``axis2``, D's other axes in the others (autograd's own
+    takes offset 0, axis1 −1, axis2 −2 only)."""
+    x = asarray(D) if tracked(D) else np.asarray(D)
+    if x.ndim == 0:
+        raise InvalidArgument("make_diagonal", "an array of rank >= 1", "a 0-d array")
+    i, j = normalize_axis("make_diagonal", axis1, x.ndim + 1), normalize_axis("make_diagonal", axis2, x.ndim + 1)
+    if i == j:
+        raise InvalidArgument("make_diagonal", "two different axes", f"{axis1} and {axis2}")
+    n = x.shape[-1] + builtins.abs(offset)
+    shape = list(x.shape[:-1])
+    for axis in sorted((i, j)):
+        shape.insert(axis, n)
+    slots = np.full(math.prod(shape), x.size, dtype=np.int64)  # x.size: the zero appended below
+    slots[np.diagonal(np.arange(len(slots)).reshape(shape), offset, i, j)] = np.arange(x.size).reshape(x.shape)
+    if not tracked(x):
+        return np.append(x.ravel(), 0.0)[slots.reshape(shape)]
+    return concatenate([ravel(x), np.zeros(1, x.dtype)], 0)[slots.reshape(shape)]

@@ -1,5 +1,5 @@
 """The methods of :class:`~tenferro_py.numpy.array.ndarray` that the modules above it write: the
-transpose ``x.T``, ``@``, reshape and its kin, the reductions, indexing and ``x.at``, and NumPy's
+transpose ``x.T``, ``@``, ``%``, ``//``, ``divmod``, reshape and its kin, the reductions, indexing and ``x.at``, and NumPy's
 protocols ``__array_ufunc__`` and ``__array_function__``. They are written as the body of
 :class:`ArrayMethods` and set on ndarray when the package is imported, as JAX sets its array's
 methods: array.py stays below shaping.py and contractions.py, which build on it."""
@@ -15,6 +15,7 @@ from . import interop
 from .array import binary, is_tracked_array, ndarray, power, refuse_options, value_of
 from .contractions import dot, matmul, reduce
 from .shaping import IndexUpdates, getitem, reshape, squeeze, transpose
+from .ufuncs import divmod_, floor_divide, remainder
 
 #: NumPy's functions that NumPy runs as the array's own method (``np.sum(x)`` is ``x.sum()``).
 METHOD_FUNCTIONS = {"sum": "sum", "mean": "mean", "prod": "prod", "max": "max", "amax": "max", "min": "min",
@@ -24,7 +25,7 @@ METHOD_FUNCTIONS = {"sum": "sum", "mean": "mean", "prod": "prod", "max": "max", 
 OPERATORS: dict[str, Callable[..., Any]] = {
     "add": lambda a, b: binary("add", a, b), "subtract": lambda a, b: binary("sub", a, b),
     "multiply": lambda a, b: binary("mul", a, b), "divide": lambda a, b: binary("div", a, b),
-    "power": power, "matmul": matmul,
+    "power": power, "matmul": matmul, "remainder": remainder, "floor_divide": floor_divide, "divmod": divmod_,
 }
 
 
@@ -46,6 +47,24 @@ class ArrayMethods:
 
     def __rmatmul__(self, other):
         return matmul(other, self)
+
+    def __mod__(self, other):
+        return remainder(self, other)
+
+    def __rmod__(self, other):
+        return remainder(other, self)
+
+    def __floordiv__(self, other):
+        return floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return floor_divide(other, self)
+
+    def __divmod__(self, other):
+        return divmod_(self, other)
+
+    def __rdivmod__(self, other):
+        return divmod_(other, self)
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """An operator with a NumPy operand on the left (``np_array + x``) is ours; any other ufunc

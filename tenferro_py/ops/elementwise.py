@@ -59,9 +59,9 @@ def real_dtype(dtype: np.dtype) -> np.dtype:
     return np.empty(0, dtype).real.dtype
 
 
-def unary(name: str, impl, deriv, structured=None):
-    """Define a unary elementwise primitive from its kernel and ``deriv`` (f'(x)·t), both given the
-    primitive's parameters, if it has any, as keywords; the VJP is the JVP conjugated."""
+def unary(name: str, impl, deriv, structured=None, rules: RuleSet = RULES, abstract=same_aval):
+    """Define a unary elementwise primitive (in ``rules``) from its kernel and ``deriv`` (f'(x)·t),
+    both given the primitive's parameters, if it has any, as keywords; the VJP is the JVP conjugated."""
 
     def jvp(s, tangents, primals, outputs, **params):
         return (deriv(s, tangents[0], primals[0], outputs[0], **params),)
@@ -69,7 +69,7 @@ def unary(name: str, impl, deriv, structured=None):
     def vjp(s, cotangents, primals, outputs, needs, **params):
         return (cj(s, deriv(s, cj(s, cotangents[0]), primals[0], outputs[0], **params)),)
 
-    return RULES.define(name, same_aval, lambda x, **params: (impl(x, **params),), jvp, vjp, structured=structured)
+    return rules.define(name, abstract, lambda x, **params: (impl(x, **params),), jvp, vjp, structured=structured)
 
 
 # --- structured forms ---------------------------------------------------------------
@@ -347,11 +347,25 @@ def real_only(op: str):
     return abstract
 
 
-def _constant_for_ad(name: str, impl):
-    """A real elementwise op that is piecewise constant: its derivative is zero (None) everywhere."""
-    return RULES.define(name, real_only(name), lambda x: (impl(x),), jvp=lambda s, t, p, o: (None,),
-                        vjp=lambda s, c, p, o, needs: (None,))
+def real_matching_avals(op: str):
+    """Shape rule of a binary op NumPy defines for real dtypes only: equal shapes and dtypes, real."""
+    matching = matching_avals(op)
+
+    def abstract(a: Aval, b: Aval) -> tuple[Aval]:
+        matching(a, b)
+        if a.dtype.kind == "c":
+            raise DTypeMismatch(op, "real operands (float64 or float32)", str(a.dtype))
+        return (a,)
+
+    return abstract
 
 
-floor = _constant_for_ad("floor", np.floor)
-ceil = _constant_for_ad("ceil", np.ceil)
+def constant_for_ad(name: str, impl, rules: RuleSet = RULES, abstract=None):
+    """An elementwise op that is piecewise constant (real only unless ``abstract`` says otherwise),
+    of any number of operands: its derivative is zero (None) everywhere."""
+    return rules.define(name, abstract or real_only(name), lambda *xs: (impl(*xs),),
+                        jvp=lambda s, t, p, o: (None,), vjp=lambda s, c, p, o, needs: tuple(None for _ in p))
+
+
+floor = constant_for_ad("floor", np.floor)
+ceil = constant_for_ad("ceil", np.ceil)

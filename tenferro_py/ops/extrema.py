@@ -1,44 +1,38 @@
-"""maximum, minimum, where and logaddexp as ops, with their rules: the elementwise choices between
-two operands, and the share of each entry in an extremum (which reduce_max and reduce_min use too)."""
+"""maximum, minimum, fmax, fmin, where, logaddexp, logaddexp2, hypot and arctan2 as ops, with their
+rules: the elementwise choices between two operands, the share of each entry in an extremum (which
+reduce_max and reduce_min use too), and the functions of two reals whose derivatives are weights."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..errors import DTypeMismatch, ShapeMismatch
+from ..errors import ShapeMismatch
 from ..rules import RuleSet
 from ..tensor import Aval
-from .elementwise import matching_avals
+from . import special
+from .elementwise import full_like, matching_avals, real_matching_avals, zero_mask
 
-RULES = RuleSet()
+RULES = RuleSet().merge(special.RULES)  # the core rule set takes special's through this one
 
 
 # --- maximum, minimum, where ---------------------------------------------------
 
 
-def _real_operands(op: str):
-    """Shape rule of maximum and minimum: equal shapes and dtypes, real (NumPy orders complex
-    numbers lexicographically, which has no derivative)."""
-    matching = matching_avals(op)
-
-    def abstract(a: Aval, b: Aval) -> tuple[Aval]:
-        matching(a, b)
-        if a.dtype.kind == "c":
-            raise DTypeMismatch(op, "real operands (float64 or float32)", str(a.dtype))
-        return (a,)
-
-    return abstract
-
-
-def _shares_abstract(*xs: Aval, axes, largest) -> tuple[Aval, ...]:
+def _shares_abstract(*xs: Aval, axes, largest, nans_ignored=False) -> tuple[Aval, ...]:
     return xs
 
 
-def _shares_impl(*xs, axes, largest):
+def _shares_impl(*xs, axes, largest, nans_ignored=False):
     """Each entry's share in the extremum: of one operand over ``axes``, or of several operands'
-    entries at each position (the operands stacked on a leading axis)."""
+    entries at each position (the operands stacked on a leading axis); ``nans_ignored``: of the
+    extremum fmax and fmin take (NaN only where all are NaN)."""
     stacked, over = (xs[0], axes) if len(xs) == 1 else (np.stack(xs), (0,))
-    best = (np.max if largest else np.min)(stacked, axis=over, keepdims=True)
+    if nans_ignored:
+        best = (np.fmax if largest else np.fmin).reduce(stacked, axis=over, keepdims=True)
+    else:
+        best = (np.max if largest else np.min)(stacked, axis=over, keepdims=True)
     hits = np.equal(stacked, best)
     shares = (hits / np.sum(hits, axis=over, keepdims=True)).astype(stacked.dtype)
     return (shares,) if len(xs) == 1 else tuple(shares)
@@ -51,33 +45,38 @@ extremum_shares = RULES.define(
     "extremum_shares",
     _shares_abstract,
     _shares_impl,
-    jvp=lambda s, t, p, o, axes, largest: tuple(None for _ in p),
-    vjp=lambda s, c, p, o, needs, axes, largest: tuple(None for _ in p),
+    jvp=lambda s, t, p, o, **params: tuple(None for _ in p),
+    vjp=lambda s, c, p, o, needs, **params: tuple(None for _ in p),
 )
 
 
-def _extremum_jvp(largest):
+def _extremum_jvp(largest, nans_ignored=False):
     def jvp(s, tangents, primals, outputs):
         (da, db), (a, b) = tangents, primals
-        wa, wb = s.bind(extremum_shares, a, b, axes=(), largest=largest)
+        wa, wb = s.bind(extremum_shares, a, b, axes=(), largest=largest, nans_ignored=nans_ignored)
         return (s.accumulate(None if da is None else s.mul(da, wa), None if db is None else s.mul(db, wb)),)
 
     return jvp
 
 
-def _extremum_vjp(largest):
+def _extremum_vjp(largest, nans_ignored=False):
     def vjp(s, cotangents, primals, outputs, needs):
         (ct,), (a, b) = cotangents, primals
-        wa, wb = s.bind(extremum_shares, a, b, axes=(), largest=largest)
+        wa, wb = s.bind(extremum_shares, a, b, axes=(), largest=largest, nans_ignored=nans_ignored)
         return (s.mul(ct, wa) if needs[0] else None, s.mul(ct, wb) if needs[1] else None)
 
     return vjp
 
 
-maximum = RULES.define("maximum", _real_operands("maximum"), lambda a, b: (np.maximum(a, b),),
+maximum = RULES.define("maximum", real_matching_avals("maximum"), lambda a, b: (np.maximum(a, b),),
                        _extremum_jvp(True), _extremum_vjp(True))
-minimum = RULES.define("minimum", _real_operands("minimum"), lambda a, b: (np.minimum(a, b),),
+minimum = RULES.define("minimum", real_matching_avals("minimum"), lambda a, b: (np.minimum(a, b),),
                        _extremum_jvp(False), _extremum_vjp(False))
+# fmax and fmin: a NaN operand loses to a number, which takes the whole derivative.
+fmax = RULES.define("fmax", real_matching_avals("fmax"), lambda a, b: (np.fmax(a, b),),
+                    _extremum_jvp(True, True), _extremum_vjp(True, True))
+fmin = RULES.define("fmin", real_matching_avals("fmin"), lambda a, b: (np.fmin(a, b),),
+                    _extremum_jvp(False, True), _extremum_vjp(False, True))
 
 
 def _select_abstract(cond: Aval, x: Aval, y: Aval) -> tuple[Aval]:
@@ -108,7 +107,7 @@ select = RULES.define("where", _select_abstract, lambda c, x, y: (np.where(c != 
 # 1 where a and b are infinities of one sign (their difference is NaN), else 0: a constant for AD.
 same_infinity = RULES.define(
     "same_infinity",
-    _real_operands("same_infinity"),
+    real_matching_avals("same_infinity"),
     lambda a, b: ((np.isinf(a) & (a == b)).astype(a.dtype),),
     jvp=lambda s, t, p, o: (None,),
     vjp=lambda s, c, p, o, needs: (None, None),
@@ -137,5 +136,63 @@ def _logaddexp_vjp(s, cotangents, primals, outputs, needs):
 
 
 # log(exp(a) + exp(b)) by NumPy's kernel (max + log1p(exp(−|a − b|)): no overflow, exact at infinities).
-logaddexp = RULES.define("logaddexp", _real_operands("logaddexp"), lambda a, b: (np.logaddexp(a, b),),
+logaddexp = RULES.define("logaddexp", real_matching_avals("logaddexp"), lambda a, b: (np.logaddexp(a, b),),
                          _logaddexp_jvp, _logaddexp_vjp)
+
+logaddexp2 = RULES.define(
+    "logaddexp2", real_matching_avals("logaddexp2"), lambda a, b: (np.logaddexp2(a, b),),
+    jvp=lambda s, t, p, o: _logaddexp_jvp(s, t, _scaled_by_log2(s, p), o),
+    vjp=lambda s, c, p, o, needs: _logaddexp_vjp(s, c, _scaled_by_log2(s, p), o, needs),
+)
+
+
+def _scaled_by_log2(s, primals):
+    """a·ln 2 and b·ln 2: logaddexp2's weights are logaddexp's of these."""
+    return tuple(s.scale_real(x, math.log(2.0)) for x in primals)
+
+
+# --- hypot and arctan2: derivatives by the unit vector (x, y)/hypot(x, y) ---------------------------
+
+
+def _unit(s, x, y):
+    """(x/h, y/h), h = hypot(x, y), each 0 at the origin (where h's derivative is taken as 0, as |x|'s)."""
+    h = s.bind(hypot, x, y)[0]
+    safe = s.where(s.bind(zero_mask, h)[0], full_like(s, h, 1), h)
+    return s.div(x, safe), s.div(y, safe), h
+
+
+def _hypot_jvp(s, tangents, primals, outputs):
+    (dx, dy), (x, y) = tangents, primals
+    ux, uy, _ = _unit(s, x, y)
+    return (s.accumulate(None if dx is None else s.mul(dx, ux), None if dy is None else s.mul(dy, uy)),)
+
+
+def _hypot_vjp(s, cotangents, primals, outputs, needs):
+    (ct,), (x, y) = cotangents, primals
+    ux, uy, _ = _unit(s, x, y)
+    return (s.mul(ct, ux) if needs[0] else None, s.mul(ct, uy) if needs[1] else None)
+
+
+hypot = RULES.define("hypot", real_matching_avals("hypot"), lambda a, b: (np.hypot(a, b),), _hypot_jvp, _hypot_vjp)
+
+
+def _arctan2_factors(s, y, x):
+    """(∂/∂y, ∂/∂x) of arctan2(y, x): (x/h, −y/h)/h, no square formed (NaN at the origin, as JAX)."""
+    ux, uy, h = _unit(s, x, y)
+    return s.div(ux, h), s.neg(s.div(uy, h))
+
+
+def _arctan2_jvp(s, tangents, primals, outputs):
+    (dy, dx), (y, x) = tangents, primals
+    by_y, by_x = _arctan2_factors(s, y, x)
+    return (s.accumulate(None if dy is None else s.mul(dy, by_y), None if dx is None else s.mul(dx, by_x)),)
+
+
+def _arctan2_vjp(s, cotangents, primals, outputs, needs):
+    (ct,), (y, x) = cotangents, primals
+    by_y, by_x = _arctan2_factors(s, y, x)
+    return (s.mul(ct, by_y) if needs[0] else None, s.mul(ct, by_x) if needs[1] else None)
+
+
+arctan2 = RULES.define("arctan2", real_matching_avals("arctan2"), lambda y, x: (np.arctan2(y, x),),
+                       _arctan2_jvp, _arctan2_vjp)

@@ -1,5 +1,7 @@
 """scipy.linalg's expm, sqrtm and logm on tnp arrays, and the library's inv_sqrtm and
-eigh_function, as the session's ops (tenferro_py/linalg/matrix_functions.py).
+eigh_function, as the session's ops (tenferro_py/linalg/matrix_functions.py); its triangular
+solves, LU, Cholesky solves, polar decomposition and left eigenvectors are in
+:mod:`.factorizations`.
 
 expm takes any square matrix, as SciPy's. sqrtm and logm are SciPy's for general matrices,
 but their derivatives are those of Hermitian ones: on an array of a session they take a
@@ -21,7 +23,12 @@ from ...ops.elementwise import real_dtype
 from ..array import lift, session, tracked, wrap
 from ..transforms import session as new_session
 
+from .factorizations import (  # noqa: F401 (re-exported)
+    cho_solve, eig, funm, lu, lu_factor, lu_solve, polar, schur, solve_triangular,
+)
+
 __all__ = ["eigh_function", "expm", "inv_sqrtm", "logm", "sqrtm"]
+__all__ += ["cho_solve", "eig", "funm", "lu", "lu_factor", "lu_solve", "polar", "schur", "solve_triangular"]
 
 
 def expm(A: Any) -> Any:  # noqa: N803 (SciPy's name)

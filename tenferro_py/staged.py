@@ -38,10 +38,12 @@ import numpy as np
 
 from .engine import CpuEngine
 from .errors import InvalidArgument
+from .replay import Recorder
 from .runtime import EagerRuntime
 from .session import EagerSession
 from .tape import EagerTensor, TangentMemo
 from .tensor import Tensor, is_real_number
+from .traced import Traced
 
 SourceFn = Callable[[EagerSession, EagerTensor], EagerTensor]
 StageFn = Callable[[EagerSession, EagerTensor], "tuple[EagerTensor, EagerTensor | None]"]
@@ -99,7 +101,7 @@ class _Segment(NamedTuple):
 
 
 class _Forward(NamedTuple):
-    value: float
+    sides: list[tuple[float, EagerTensor]]  # (coef, side_i) of the stages with a side, in order
     x0: EagerTensor
     segments: list[_Segment]
     last: EagerTensor
@@ -166,7 +168,7 @@ class Program:
     engine and a runtime with every rule of the library).
     """
 
-    __slots__ = ("source", "stages", "readout", "readout_coef")
+    __slots__ = ("source", "stages", "readout", "readout_coef", "_traced")
 
     def __init__(self, source: SourceFn, stages: Sequence[Stage], readout: ReadoutFn, readout_coef: float = 1.0):
         op = "staged.Program"
@@ -182,9 +184,16 @@ class Program:
         self.stages: tuple[Stage, ...] = tuple(checked)
         self.readout = readout
         self.readout_coef = _coef(op, "readout_coef", readout_coef)
+        self._traced: tuple | None = None  # (the functions, their Traced, the sides' coefficients by key)
 
     def __len__(self) -> int:
         return len(self.stages)
+
+    @property
+    def traced(self) -> Traced | None:
+        """The recorded programs of :meth:`value_and_grad` (their counts and ``why_not``), None before its
+        first replayable call."""
+        return self._traced[1] if self._traced is not None else None
 
     # --- the value and the three sweeps -------------------------------------------------
 
@@ -195,27 +204,58 @@ class Program:
         rt, eng = _setup(runtime, engine)
         with rt.no_grad():
             source_input = rt.constant_from(_as_tensor("Program.value", "theta", theta))
-            return self._forward(rt, eng, source_input, None, max(len(self.stages), 1)).value
+            return self._value_of(self._forward(rt, eng, source_input, None, max(len(self.stages), 1)))
 
     def value_and_grad(
         self, theta: "Tensor | float", *, engine: CpuEngine | None = None, runtime: EagerRuntime | None = None,
-        checkpoint: str | None = None,
+        checkpoint: str | None = None, replay: bool = True,
     ) -> ValueAndGrad:
-        """(L, dL/dθ) by the staged reverse sweep: per stage two vjps, summed."""
+        """(L, dL/dθ) by the staged reverse sweep: per stage two vjps, summed.
+
+        On a serial engine and a runtime of its own, calls with θ of the same shape and dtype
+        replay the kernels that two agreeing calls recorded, bit for bit, wherever that is safe
+        (docs/traced.md); ``replay=False`` runs every call for real."""
+        op = "Program.value_and_grad"
+        t, segment_length = _as_tensor(op, "theta", theta), self._segment_length(op, checkpoint)
+        if not (replay and runtime is None and (engine is None or engine.width == 1)):
+            return self._value_and_grad(t, engine, runtime, segment_length, None)[0]
+        functions = (self.source, *[st.fn for st in self.stages], self.readout)
+        if self._traced is None or self._traced[0] != functions:
+            self._traced = (functions, Traced(functions), {})
+        traced, side_coefs = self._traced[1:]
+        key = (checkpoint, tuple(st.coef for st in self.stages), self.readout_coef, t.shape, t.dtype.str,
+               t.array.strides)
+
+        def run(recorder: Recorder | None) -> tuple[ValueAndGrad, list]:
+            result, outputs, side_coefs[key] = self._value_and_grad(t, engine, None, segment_length, recorder)
+            return result, outputs
+
+        def finish(arrays: Sequence[np.ndarray]) -> ValueAndGrad:
+            sides, readout, grad = arrays[:-2], arrays[-2], arrays[-1]
+            return ValueAndGrad(self._total([a.item() for a in sides], readout.item(), side_coefs[key]), Tensor(grad))
+
+        return traced.call(key, [t.array], run, finish)
+
+    def _value_and_grad(self, t: Tensor, engine: CpuEngine | None, runtime: EagerRuntime | None,
+                        segment_length: int | None, recorder: Recorder | None) -> tuple[ValueAndGrad, list, list]:
+        """(L, dL/dθ) as run for real (its kernels written down by ``recorder``, if any), the arrays a
+        replay gives (the sides, the readout, the gradient), and the sides' coefficients."""
         rt, eng = _setup(runtime, engine)
-        param = rt.variable_from(_as_tensor("Program.value_and_grad", "theta", theta))
-        fw = self._forward(rt, eng, param, None, self._segment_length("Program.value_and_grad", checkpoint))
+        with rt.record(recorder) if recorder is not None else contextlib.nullcontext():
+            param = rt.variable_from(t)
+            fw = self._forward(rt, eng, param, None, segment_length)
 
-        def pull(i: int, run: _StageRun, ct: EagerTensor) -> EagerTensor:
+            def pull(i: int, run: _StageRun, ct: EagerTensor) -> EagerTensor:
+                with rt.no_grad():
+                    return self._pullback(rt, eng, i, run, ct)
+
             with rt.no_grad():
-                return self._pullback(rt, eng, i, run, ct)
-
-        with rt.no_grad():
-            ct = rt.vjp(eng, fw.readout, fw.last, _scalar_like(self.readout_coef, fw.readout))
-        ct = self._fold_back(rt, eng, fw, ct, pull)
-        with rt.no_grad():
-            grad = rt.vjp(eng, fw.x0, param, ct)
-        return ValueAndGrad(fw.value, grad.value())
+                ct = rt.vjp(eng, fw.readout, fw.last, _scalar_like(self.readout_coef, fw.readout))
+            ct = self._fold_back(rt, eng, fw, ct, pull)
+            with rt.no_grad():
+                grad = rt.vjp(eng, fw.x0, param, ct)
+        outputs = [side.payload for _, side in fw.sides] + [fw.readout.payload, grad.payload]
+        return ValueAndGrad(self._value_of(fw), grad.value()), outputs, [c for c, _ in fw.sides]
 
     def value_and_jvp(
         self, theta: "Tensor | float", direction: "Tensor | float | None" = None, *,
@@ -273,7 +313,7 @@ class Program:
         ct, ct_dot = self._fold_back(rt, eng, fw, cts, pull)
         with rt.no_grad():
             grad, curvature = rt.vjp_jvp(eng, fw.x0, param, ct, seed, ct_dot)
-        return ValueGradAndCurvature(fw.value, grad.value(), curvature.value())
+        return ValueGradAndCurvature(self._value_of(fw), grad.value(), curvature.value())
 
     # --- pieces -------------------------------------------------------------------------
 
@@ -351,20 +391,28 @@ class Program:
         n = len(self.stages)
         keep = segment_length is None
         length = max(n, 1) if segment_length is None else segment_length
-        value, segments = 0.0, []
+        sides, segments = [], []
         for start in range(0, n, length):
             seg = _Segment(range(start, min(start + length, n)), x, tangent, None)
             runs = self._run_segment(rt, eng, seg, record=keep or tangent is not None)
-            sides = [(self.stages[i].coef, run.side.item()) for i, run in zip(seg.stages, runs) if run.side is not None]
-            for coef, side in sides:
-                value += coef * side
+            sides += [(self.stages[i].coef, rt.constant_from(run.side)) for i, run in zip(seg.stages, runs)
+                      if run.side is not None]
             segments.append(seg._replace(runs=runs) if keep else seg)
             x, tangent = rt.constant_from(runs[-1].out), runs[-1].out_tangent
             del runs  # when not kept, the segment's graphs go before the next segment runs
         last = rt.variable_from(x)
         readout = self._readout(rt, eng, last)
-        value += self.readout_coef * readout.item()
-        return _Forward(value, x0, segments, last, readout, tangent)
+        return _Forward(sides, x0, segments, last, readout, tangent)
+
+    def _total(self, sides: Sequence[float], readout: float, coefs: Sequence[float]) -> float:
+        """L = Σ c_i side_i + c_out readout, summed in the stages' order."""
+        value = 0.0
+        for coef, side in zip(coefs, sides):
+            value += coef * side
+        return value + self.readout_coef * readout
+
+    def _value_of(self, fw: _Forward) -> float:
+        return self._total([t.item() for _, t in fw.sides], fw.readout.item(), [c for c, _ in fw.sides])
 
     def _fold_back(
         self, rt: EagerRuntime, eng: CpuEngine, fw: _Forward, state: State, pull: Callable[..., State]

@@ -62,11 +62,13 @@ class FreeValues:
 
     __slots__ = ("checks", "why_not")
 
-    def __init__(self, fn: Callable[..., Any]):
+    def __init__(self, fn: Callable[..., Any] | tuple):
         self.checks: list[tuple[Any, Any, Any, Any]] = []  # (namespace, name, object, snapshot)
         self.why_not: str | None = None
         try:
-            self._function(fn, set())
+            seen: set = set()
+            for f in fn if isinstance(fn, tuple) else (fn,):
+                self._function(f, seen)
         except _Unsafe as err:
             self.why_not, self.checks = str(err), []
 
@@ -247,8 +249,8 @@ class Traced:
 
     __slots__ = ("_fn", "_free", "_entries", "replayed_calls", "real_calls")
 
-    def __init__(self, fn: Callable[..., Any]):
-        self._fn = fn
+    def __init__(self, fn: Callable[..., Any] | tuple):
+        self._fn = fn  # the function, or the functions of one program
         self._free: FreeValues | None = None
         self._entries: dict[Hashable, _Entry] = {}
         self.replayed_calls = 0  # calls answered by a replay

@@ -232,3 +232,37 @@ def test_a_kernel_error_is_raised_with_its_context():
         vg(np.eye(2))
     with pytest.raises(tf.LinalgError, match="inv"):
         vg(np.zeros((2, 2)))
+
+
+# --- a staged program -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("checkpoint", [None, "stage"])
+def test_a_staged_program_replays_bit_for_bit(checkpoint):
+    from tenferro_py.models import trg
+
+    ks = trg.schedule(4, 6)
+    program, real = trg.program(ks), trg.program(ks)
+    for beta in (0.3, 0.3, 0.3, 0.35, 0.4, 0.45):
+        got = program.value_and_grad(tf.Tensor.scalar(beta), checkpoint=checkpoint)
+        want = real.value_and_grad(tf.Tensor.scalar(beta), checkpoint=checkpoint, replay=False)
+        assert got.value == want.value and got.grad.array.tobytes() == want.grad.array.tobytes()
+    assert program.traced.replayed_calls == 4
+
+
+def test_a_stage_that_reads_a_value_runs_for_real():
+    from tenferro_py import staged
+
+    def source(s, theta):
+        return s.mul(theta, theta)
+
+    def stage(s, x):
+        scale = s.constant_from(tf.Tensor.scalar(abs(x.item()) + 1.0))  # a value read into Python
+        return s.div(x, scale), s.log(s.mul(x, x))
+
+    program = staged.Program(source, [staged.Stage(stage, 0.5)] * 3, lambda s, x: s.mul(x, x))
+    for theta in (0.7, 0.7, 0.7, 0.9):
+        got = program.value_and_grad(tf.Tensor.scalar(theta))
+        want = program.value_and_grad(tf.Tensor.scalar(theta), replay=False)
+        assert got.value == want.value and got.grad.array.tobytes() == want.grad.array.tobytes()
+    assert program.traced.replayed_calls == 0 and "read into Python" in program.traced.why_not

@@ -20,7 +20,8 @@ log = logging.getLogger("mkdocs.hooks.api_coverage")
 
 MODELS = ("onsager", "trg", "hotrg", "reference", "ctmrg", "ipeps", "sweep", "sweep_csv", "sweep_pool", "cli")
 PUBLIC_MODULES = (
-    "tenferro_py", "tenferro_py.einsum", "tenferro_py.linalg", "tenferro_py.staged", "tenferro_py.fixed_point",
+    "tenferro_py", "tenferro_py.einsum", "tenferro_py.linalg", "tenferro_py.staged", "tenferro_py.traced",
+    "tenferro_py.replay", "tenferro_py.fixed_point",
     "tenferro_py.testing", "tenferro_py.rules", "tenferro_py.composite", "tenferro_py.errors",
     "tenferro_py.numpy", "tenferro_py.numpy.linalg", "tenferro_py.numpy.scipy.linalg", "tenferro_py.numpy.quimb_handler",
     *(f"tenferro_py.models.{m}" for m in MODELS),

@@ -36,9 +36,13 @@ from .functions import *  # noqa: F401,F403
 from .functions import __all__ as _functions
 from .manipulation import *  # noqa: F401,F403
 from .manipulation import __all__ as _manipulation
+from .joining import *  # noqa: F401,F403
+from .joining import __all__ as _joining
+from .arithmetic import *  # noqa: F401,F403
+from .arithmetic import __all__ as _arithmetic
 from .transforms import check_grads, grad, hvp, jvp, session, value_and_grad, vjp  # noqa: F401
 
-__all__ = sorted(set(_functions) | set(_manipulation) | {
+__all__ = sorted(set(_functions) | set(_manipulation) | set(_joining) | set(_arithmetic) | {
     "bool_", "dtype", "int32", "int64",
     "astype", "check_grads", "complex64", "complex128", "e", "float32", "float64", "grad", "hvp", "inf", "jvp", "linalg",
     "matmul", "nan", "ndarray", "newaxis", "pi", "power", "random", "reshape", "scipy", "session", "stop_gradient", "transpose",

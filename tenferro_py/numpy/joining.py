@@ -16,7 +16,7 @@ from .shaping import normalize_axes, normalize_axis, reshape, transpose
 
 __all__ = [
     "append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "c_", "column_stack", "concatenate",
-    "dsplit", "dstack", "expand_dims", "hsplit", "hstack", "moveaxis", "r_", "rollaxis", "row_stack", "split",
+    "dsplit", "dstack", "expand_dims", "hsplit", "hstack", "moveaxis", "r_", "ravel", "rollaxis", "row_stack", "split",
     "stack", "vsplit", "vstack",
 ]
 

@@ -1,8 +1,7 @@
 """NumPy's array manipulation routines on tnp arrays (swapaxes, broadcast_to, diagonal, trace, diag,
 make_diagonal, triu, tril, flip, roll, rot90, repeat, tile, sort, partition, pad), the products inner,
-outer, kron and vdot, each written with session ops and working both ways, as :mod:`.functions`' do;
-and, re-exported, :mod:`.joining`'s and :mod:`.arithmetic`'s. Rearrangements NumPy defines by
-indices are one gather of the positions NumPy's own function picks."""
+outer, kron and vdot, each written with session ops and working both ways, as :mod:`.functions`' do.
+Rearrangements NumPy defines by indices are one gather of the positions NumPy's own function picks."""
 
 from __future__ import annotations
 
@@ -15,20 +14,17 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import InvalidArgument
-from . import arithmetic, joining
 from .array import broadcast_to_shape, lift, observed, session, tracked, value_of, wrap
 from .contractions import dot, einsum, tensordot
-from .arithmetic import *  # noqa: F401,F403 (re-exported: tnp takes this module's names)
 from .functions import add, asarray, conj, multiply, sum, where
-from .joining import *  # noqa: F401,F403
 from .joining import concatenate, ravel
 from .shaping import normalize_axes, normalize_axis, rearranged, reshape, transpose
 
-__all__ = sorted(set(arithmetic.__all__) | set(joining.__all__) | {
+__all__ = [
     "argmax", "argmin", "argpartition", "argsort", "broadcast_to", "diag", "diagonal", "flip", "fliplr", "flipud",
-    "indices", "inner", "kron", "make_diagonal", "outer", "pad", "partition", "ravel", "repeat", "roll", "rot90",
+    "indices", "inner", "kron", "make_diagonal", "outer", "pad", "partition", "repeat", "roll", "rot90",
     "sort", "swapaxes", "take_along_axis", "tile", "trace", "tril", "triu", "vdot",
-})
+]
 
 
 # --- shape -------------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from .errors import (
 )
 from .ops.structural import SliceConfig
 from .rules import RuleSet
-from .runtime import AdContext, AdContextBuilder, EagerRuntime
+from .ad_context import AdContext, AdContextBuilder
+from .runtime import EagerRuntime
 from .session import EagerSession
 from .tape import EagerTensor, TangentMemo
 from .tensor import Tensor

@@ -17,7 +17,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .engine import CpuEngine
-from .runtime import AdContext, EagerRuntime
+from .ad_context import AdContext
+from .runtime import EagerRuntime
 from .session import EagerSession
 from .tape import EagerTensor
 from .tensor import Tensor

@@ -32,7 +32,7 @@ LAYERS = [
     ["linalg"],
     ["opset"],
     ["kernel_sessions"],
-    ["session"],
+    ["session", "ad_context"],
     ["transforms", "traced"],
     ["runtime"],
     ["staged", "testing", "fixed_point"],

@@ -23,7 +23,8 @@ from typing import NamedTuple, Sequence
 from .. import einsum, linalg, staged
 from ..engine import CpuEngine
 from ..ops.structural import SliceConfig
-from ..runtime import AdContext, EagerRuntime
+from ..ad_context import AdContext
+from ..runtime import EagerRuntime
 from ..session import EagerSession
 from ..tape import EagerTensor, TangentMemo
 from ..tensor import Tensor

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import threading
 import types
 from typing import Any, Callable, Hashable, Sequence
 
@@ -212,21 +213,11 @@ class _Entry:
         self.disagreements = 0
         self.never: str | None = None  # why it runs for real: a value read into Python, runs that disagree
 
-    def replayed(self, inputs: Sequence[np.ndarray]) -> Sequence[np.ndarray] | None:
-        """A variant's outputs, or None where each variant's guards differ (or a kernel raised: the
-        real run raises it, with the context a replay does not have)."""
-        for i, program in enumerate(self.programs):
-            try:
-                with CpuEngine.serial().active():
-                    outputs = program(inputs)
-            except Diverged:
-                continue
-            except Exception:
-                return None
-            if i:
-                self.programs.insert(0, self.programs.pop(i))
-            return outputs
-        return None
+    def promote(self, program: Replay) -> None:
+        """The variant that held goes first (the next call tries it first)."""
+        if self.programs and self.programs[0] is not program and program in self.programs:
+            self.programs.remove(program)
+            self.programs.insert(0, program)
 
     def learn(self, recorder: Recorder, outputs: Sequence[np.ndarray]) -> None:
         """Take a recorded run: the second of two that agree becomes a variant."""
@@ -247,10 +238,11 @@ class _Entry:
 class Traced:
     """The programs of one function, by key (see the module's docstring)."""
 
-    __slots__ = ("_fn", "_free", "_entries", "replayed_calls", "real_calls")
+    __slots__ = ("_fn", "_free", "_entries", "_lock", "replayed_calls", "real_calls")
 
     def __init__(self, fn: Callable[..., Any] | tuple):
         self._fn = fn  # the function, or the functions of one program
+        self._lock = threading.Lock()
         self._free: FreeValues | None = None
         self._entries: dict[Hashable, _Entry] = {}
         self.replayed_calls = 0  # calls answered by a replay
@@ -269,26 +261,50 @@ class Traced:
              finish: Callable[[Sequence[np.ndarray]], Any]) -> Any:
         """The result for ``inputs``: ``finish`` of a replay's outputs where one holds, else of a real
         run, ``run(recorder)`` (recorder None: not recorded), which returns (its result, its outputs'
-        arrays), the inputs' arrays being the first slots it uses."""
+        arrays), the inputs' arrays being the first slots it uses. The bookkeeping is locked, the runs
+        are not: threads may call at once."""
+        with self._lock:
+            entry = self._entry(key)
+            programs = list(entry.programs) if entry is not None else []
+            if entry is None:
+                self.real_calls += 1
+        if entry is None:
+            return run(None)[0]
+        for program in programs:
+            outputs = _attempt(program, inputs)
+            if outputs is _RAISED:  # the real run raises it, with the context a replay does not have
+                break
+            if outputs is not None:
+                with self._lock:
+                    entry.promote(program)
+                    self.replayed_calls += 1
+                return finish(outputs)
+        recorder = Recorder(inputs)
+        result, outputs = run(recorder)
+        with self._lock:
+            self.real_calls += 1
+            entry.learn(recorder, outputs)
+        return result
+
+    def _entry(self, key: Hashable) -> _Entry | None:
+        """The key's entry, made if new; None where calls run for real unrecorded."""
         if self._free is None or not self._free.holds():
             self._free, self._entries = FreeValues(self._fn), {}
         entry = self._entries.get(key)
-        if entry is None:
-            if self._free.why_not is not None or len(self._entries) >= MAX_KEYS:
-                return self._real(run)
+        if entry is None and self._free.why_not is None and len(self._entries) < MAX_KEYS:
             entry = self._entries[key] = _Entry()
-        if entry.never:
-            return self._real(run)
-        outputs = entry.replayed(inputs)
-        if outputs is not None:
-            self.replayed_calls += 1
-            return finish(outputs)
-        self.real_calls += 1
-        recorder = Recorder(inputs)
-        result, outputs = run(recorder)
-        entry.learn(recorder, outputs)
-        return result
+        return entry if entry is not None and entry.never is None else None
 
-    def _real(self, run: Callable[[Recorder | None], tuple[Any, Sequence[np.ndarray]]]) -> Any:
-        self.real_calls += 1
-        return run(None)[0]
+
+_RAISED = object()
+
+
+def _attempt(program: Replay, inputs: Sequence[np.ndarray]) -> Any:
+    """The program's outputs; None where a guard differs; _RAISED where a kernel raised."""
+    try:
+        with CpuEngine.serial().active():
+            return program(inputs)
+    except Diverged:
+        return None
+    except Exception:
+        return _RAISED

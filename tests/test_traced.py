@@ -266,3 +266,14 @@ def test_a_stage_that_reads_a_value_runs_for_real():
         want = program.value_and_grad(tf.Tensor.scalar(theta), replay=False)
         assert got.value == want.value and got.grad.array.tobytes() == want.grad.array.tobytes()
     assert program.traced.replayed_calls == 0 and "read into Python" in program.traced.why_not
+
+
+def test_threads_may_call_one_transform_at_once():
+    import concurrent.futures
+
+    vg = tnp.value_and_grad(power_energy)
+    xs = [RNG.standard_normal((2, 2, 2)) for _ in range(24)]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(vg, xs))
+    assert_same_bits(got, [tnp.value_and_grad(power_energy, replay=False)(x) for x in xs])
+    assert vg.traced.replayed_calls + vg.traced.real_calls == len(xs) and vg.traced.replayed_calls > 0

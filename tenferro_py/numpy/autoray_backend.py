@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import functions as fn
-from . import manipulation as mp
+from . import joining as jn
 from . import linalg, quimb_splits
 from .scipy import linalg as scipy_linalg
 from .array import as_array, ndarray, tracked
@@ -58,7 +58,7 @@ def take(a: Any, indices: Any, axis: Any = None) -> Any:
         return np.take(a, indices, axis)
     x = as_array("take", a)
     if axis is None:
-        return mp.ravel(x)[np.asarray(indices)]
+        return jn.ravel(x)[np.asarray(indices)]
     axis = int(axis) % x.ndim
     return x[(slice(None),) * axis + (np.asarray(indices),)]
 

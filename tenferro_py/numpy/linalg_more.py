@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, ShapeMismatch
 from . import functions as fn
-from . import manipulation as mp
+from . import joining as jn
 from .array import broadcast_shapes, broadcast_to_shape, lift, result_dtype, session, tracked, value_of, wrap
 from .contractions import einsum
 from .shaping import normalize_axis
@@ -44,10 +44,10 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     a, b = fn.asarray(x1), fn.asarray(x2)
     if a.ndim == 0 or b.ndim == 0 or a.shape[axis] != 3 or b.shape[axis] != 3:
         raise ShapeMismatch("cross", "3-element vectors along axis", f"shapes {list(a.shape)} and {list(b.shape)}")
-    a, b = mp.moveaxis(a, axis, -1), mp.moveaxis(b, axis, -1)
+    a, b = jn.moveaxis(a, axis, -1), jn.moveaxis(b, axis, -1)
     parts = [a[..., i] * b[..., j] - a[..., j] * b[..., i] for i, j in ((1, 2), (2, 0), (0, 1))]
-    out = mp.stack(parts, -1)
-    return mp.moveaxis(out, -1, normalize_axis("cross", axis, out.ndim))
+    out = jn.stack(parts, -1)
+    return jn.moveaxis(out, -1, normalize_axis("cross", axis, out.ndim))
 
 
 def multi_dot(arrays: Sequence[Any], *, out: Any = None) -> Any:
@@ -92,7 +92,7 @@ def tensorsolve(a: Any, b: Any, axes: Any = None) -> Any:
     a, b = fn.asarray(a), fn.asarray(b)
     if axes is not None:
         moved = [normalize_axis("tensorsolve", k, a.ndim) for k in axes]
-        a = mp.moveaxis(a, moved, tuple(range(a.ndim - len(moved), a.ndim)))
+        a = jn.moveaxis(a, moved, tuple(range(a.ndim - len(moved), a.ndim)))
     shape = a.shape[b.ndim:]
     size = math.prod(shape)
     if math.prod(a.shape[:b.ndim]) != size:
@@ -100,7 +100,7 @@ def tensorsolve(a: Any, b: Any, axes: Any = None) -> Any:
                             f"shape {list(a.shape)}")
     s = session("tensorsolve")
     dtype = result_dtype(a, b)
-    x = s.solve(lift(s, fn.reshape(a, (size, size)), dtype), lift(s, mp.ravel(b), dtype))
+    x = s.solve(lift(s, fn.reshape(a, (size, size)), dtype), lift(s, jn.ravel(b), dtype))
     return fn.reshape(wrap(x), shape)
 
 
@@ -135,7 +135,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
     x, residuals, rank, sv = ([p[i] for p in pieces] for i in range(4))
 
     def stacked(parts):
-        return fn.reshape(mp.stack([wrap(p) for p in parts]), batch + parts[0].shape)
+        return fn.reshape(jn.stack([wrap(p) for p in parts]), batch + parts[0].shape)
     with_residuals = all(r.shape[0] and r.shape == residuals[0].shape for r in residuals)
     return (stacked(x), stacked(residuals) if with_residuals else wrap(s.zeros((0,), sv[0].dtype)),
             np.array(rank).reshape(batch), stacked(sv))

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import InvalidArgument, ShapeMismatch
 from ..linalg.least_squares import refused_derivative_p
 from . import functions as fn
-from . import manipulation as mp
+from . import joining as jn
 from .array import lift, session, tracked, value_of, wrap
 from .shaping import normalize_axes
 
@@ -32,7 +32,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     elif len(axes) == 2 and not (axis is None and ord is None):
         out = _matrix_norm(a, ord, axes)
     elif ord is None:  # the Frobenius norm over every axis
-        out = _vector_norm(mp.ravel(a), None, 0)
+        out = _vector_norm(jn.ravel(a), None, 0)
     else:
         raise InvalidArgument("norm", "one or two axes (a vector or a matrix norm)", repr(axis))
     if keepdims:
@@ -86,7 +86,7 @@ def _p_norm(magnitude: Any, p: float, axis: int) -> Any:
 
 def _matrix_norm(a: Any, ord: Any, axes: tuple[int, int]) -> Any:
     """NumPy's matrix norm of order ``ord`` of each matrix (rows along axes[0], columns along axes[1])."""
-    y = mp.moveaxis(a, axes, (-2, -1))
+    y = jn.moveaxis(a, axes, (-2, -1))
     if y.ndim == 2:
         s = session("norm")
         return wrap(s.norm(y.tensor, ord))
@@ -118,7 +118,7 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
     a = fn.asarray(x)
     axes = tuple(range(a.ndim)) if axis is None else normalize_axes("vector_norm", axis, a.ndim)
     rest = [n for i, n in enumerate(a.shape) if i not in axes]
-    flat = fn.reshape(mp.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim))),
+    flat = fn.reshape(jn.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim))),
                       tuple(rest) + (math.prod(a.shape[i] for i in axes),))
     out = _vector_norm(flat, ord, flat.ndim - 1)
     if keepdims:

@@ -22,7 +22,7 @@ from quimb.utils import tree_flatten, tree_unflatten
 
 from ..errors import InvalidArgument
 from . import functions as fn
-from . import manipulation as mp
+from . import joining as jn
 from .array import value_of
 from .transforms import grad, jvp, session, value_and_grad
 
@@ -74,7 +74,7 @@ class TenferroHandler:
         argnums = tuple(range(len(leaves)))
 
         def flat_grad(*xs: Any) -> Any:
-            return mp.concatenate([mp.ravel(g) for g in grad(loss, argnums=argnums)(*xs)])
+            return jn.concatenate([jn.ravel(g) for g in grad(loss, argnums=argnums)(*xs)])
 
         _, product = jvp(flat_grad, tuple(leaves), tuple(tree_flatten(tangents)))
         pieces, start = [], 0

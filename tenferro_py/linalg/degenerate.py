@@ -75,20 +75,21 @@ def _numpy(t):
         return out
     if isinstance(t, Product):
         return _numpy(t.left) @ _numpy(t.right)
-    return np.asarray(t)
+    return np.asarray(t.value().to_numpy() if isinstance(t, EagerTensor) else t)
 
 
 def on_values(check):
-    """``check(*args)`` run on the values of the tensors among its arguments (structured ones, and
-    lists of them, too) through ``runtime.observe``: a recorded program replays the check, which
-    warns again wherever the new values call for it."""
+    """``check(*args)`` on the values of the tensors among its arguments (structured ones, and lists
+    of them, too). While a program is recorded, through ``runtime.observe``: its replay runs the
+    check again, which warns wherever the new values call for it."""
 
     def observed(*args):
+        first = next((a for a in args if isinstance(a, EagerTensor)), None)
+        if first is None or first.runtime.recorder is None:
+            return check(*args)
         tensors: list = []
         template = _template(args, tensors)
-        if not tensors:
-            return check(*args)
-        return tensors[0].runtime.observe(functools.partial(_run_on_arrays, check, template), *tensors)
+        return first.runtime.observe(functools.partial(_run_on_arrays, check, template), *tensors)
 
     return functools.wraps(check)(observed)
 

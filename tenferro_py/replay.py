@@ -60,10 +60,11 @@ class Replay:
 
     Slots 0 … count − 1 hold the inputs; ``constants`` are (slot, value) pairs; each step is
     (kernel, its input slots, its params, its first output slot, how many outputs, its inputs'
-    shapes), a :class:`Guard` being a step with no output. The steps are compiled, at the first
+    shapes, which outputs are 0-d), a :class:`Guard` being a step with no output. The steps are compiled, at the first
     call, into one Python function of straight-line calls (a local per slot, deleted after its
-    last read), so that a step costs its kernel's call and little more; a kernel with a
-    ``specialized(shapes, **params)`` attribute is replaced by what that returns, the same
+    last read), so that a step costs its kernel's call and little more. A kernel with a
+    ``direct`` attribute (one NumPy function, :func:`~tenferro_py.rules.ufunc_kernel`) is that
+    function's call; one with ``specialized(shapes, **params)`` is what that returns, the same
     computation with its planning for these shapes done once."""
 
     __slots__ = ("count", "size", "constants", "steps", "outputs", "_run")
@@ -82,7 +83,7 @@ class Replay:
     def _compiled(self) -> Callable[..., tuple]:
         names = {slot: f"c{slot}" for slot, _ in self.constants}
         namespace: dict[str, Any] = {f"c{slot}": value for slot, value in self.constants}
-        last_read = {slot: i for i, (_, slots, _, _, _, _) in enumerate(self.steps) for slot in slots}
+        last_read = {slot: i for i, (_, slots, *_) in enumerate(self.steps) for slot in slots}
         kept = set(self.outputs) | set(names)
         done_after: list[list[str]] = [[] for _ in self.steps]
         for slot, i in sorted(last_read.items()):
@@ -90,20 +91,23 @@ class Replay:
                 done_after[i].append(f"v{slot}")
         inputs = ", ".join(f"v{i}" for i in range(self.count))
         lines = [f"def run({inputs}):"]
-        for i, (impl, slots, params, first, n, shapes) in enumerate(self.steps):
+        namespace["as_array"] = np.asarray
+        for i, (impl, slots, params, first, n, shapes, scalars) in enumerate(self.steps):
             args = [names.get(slot, f"v{slot}") for slot in slots]
-            specialize = getattr(impl, "specialized", None)
-            if specialize is not None:  # the kernel's own work for these shapes, done once
+            specialize, direct = getattr(impl, "specialized", None), getattr(impl, "direct", None)
+            targets = "".join(f"v{first + j}, " for j in range(n))
+            if direct is not None and not params and n == 1:  # one NumPy function: called as it is
+                namespace[f"k{i}"], targets = direct, f"v{first}"
+            elif specialize is not None:  # the kernel's own work for these shapes, done once
                 namespace[f"k{i}"] = specialize(shapes, **params)
             else:
                 namespace[f"k{i}"] = impl
                 for key, value in params.items():
                     namespace[f"p{i}_{key}"] = value
                     args.append(f"{key}=p{i}_{key}")
-            call = f"k{i}({', '.join(args)})"
-            if n:
-                call = "".join(f"v{first + j}, " for j in range(n)) + "= " + call
-            lines.append("    " + call)
+            lines.append("    " + (f"{targets} = " if n else "") + f"k{i}({', '.join(args)})")
+            for j in scalars:  # as the engine makes a kernel's NumPy scalars: 0-d arrays
+                lines.append(f"    v{first + j} = as_array(v{first + j})")
             if done_after[i]:
                 lines.append("    del " + ", ".join(done_after[i]))
         lines.append("    return (" + "".join(names.get(o, f"v{o}") + ", " for o in self.outputs) + ")")
@@ -116,7 +120,7 @@ class Replay:
         if (self.count, self.size, self.outputs, len(self.steps), len(self.constants)) != (
                 other.count, other.size, other.outputs, len(other.steps), len(other.constants)):
             return False
-        for (f, slots, params, first, n, _), (g, slots2, params2, first2, n2, _) in zip(self.steps, other.steps):
+        for (f, slots, params, first, n, *_), (g, slots2, params2, first2, n2, *_) in zip(self.steps, other.steps):
             if (slots, first, n) != (slots2, first2, n2) or not same_params(params, params2):
                 return False
             if isinstance(f, Guard):
@@ -213,7 +217,9 @@ class Recorder:
         if None in slots:
             self.tainted = "an array that no op made"
             return
-        self._steps.append((impl, slots, params, self._size, len(outputs), tuple([getattr(x, "shape", None) for x in inputs])))
+        shapes = tuple([getattr(x, "shape", None) for x in inputs])
+        scalars = tuple([i for i, o in enumerate(outputs) if getattr(o, "ndim", None) == 0])
+        self._steps.append((impl, slots, params, self._size, len(outputs), shapes, scalars))
         for o in outputs:
             self._keep(o)
 

@@ -99,6 +99,17 @@ def vjp_from_linear_jvp(jvp: JvpRule) -> VjpRule:
     return vjp
 
 
+def ufunc_kernel(fn: Callable[..., Any]) -> Callable[..., tuple]:
+    """The kernel of an elementwise op that is one NumPy function of its inputs: ``(fn(*xs),)``. It
+    carries ``fn`` as ``direct``, which a replay (tenferro_py.replay) calls in its place."""
+
+    def kernel(*xs: Any) -> tuple:
+        return (fn(*xs),)
+
+    kernel.direct = fn  # type: ignore[attr-defined]
+    return kernel
+
+
 class RuleSet:
     """Derivative rules by primitive name; :meth:`merge` adds another set's rules in place."""
 

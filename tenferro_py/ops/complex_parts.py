@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DTypeMismatch
-from ..rules import RuleSet
+from ..rules import RuleSet, ufunc_kernel
 from ..structure import Product
 from ..tensor import Aval
 from .elementwise import full_like, matching_avals, on_blocks, real_dtype, same_aval, zero_mask
@@ -31,7 +31,7 @@ def _zeros_like(s, x):
 conj = RULES.define_linear(
     "conj",
     same_aval,
-    lambda x: (np.conj(x),),
+    ufunc_kernel(np.conj),
     transpose=lambda s, c, p, needs: (s.conj(c[0]),),
     structured=on_blocks(lambda s, x: s.conj(x), lambda s, x: Product(s.conj(x.left), s.conj(x.right))),
 )

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ..errors import DTypeMismatch, InvalidArgument, ShapeMismatch
-from ..rules import RuleSet
+from ..rules import RuleSet, ufunc_kernel
 from ..structure import Embedded, Product, Structured, dense, embedded, hull
 from ..tensor import Aval, Tensor, is_real_number
 from .structural import SliceConfig
@@ -69,7 +69,8 @@ def unary(name: str, impl, deriv, structured=None, rules: RuleSet = RULES, abstr
     def vjp(s, cotangents, primals, outputs, needs, **params):
         return (cj(s, deriv(s, cj(s, cotangents[0]), primals[0], outputs[0], **params)),)
 
-    return rules.define(name, abstract, lambda x, **params: (impl(x, **params),), jvp, vjp, structured=structured)
+    kernel = ufunc_kernel(impl) if isinstance(impl, np.ufunc) else lambda x, **params: (impl(x, **params),)
+    return rules.define(name, abstract, kernel, jvp, vjp, structured=structured)
 
 
 # --- structured forms ---------------------------------------------------------------
@@ -143,7 +144,7 @@ def minus(s, a, b):
 add = RULES.define(
     "add",
     matching_avals("add"),
-    lambda a, b: (np.add(a, b),),
+    ufunc_kernel(np.add),
     jvp=lambda s, t, p, o: (s.accumulate(t[0], t[1]),),
     vjp=lambda s, c, p, o, needs: (c[0], c[0]),
     structured=_sum_structured(lambda s, a, b: s.add(a, b)),
@@ -152,7 +153,7 @@ add = RULES.define(
 sub = RULES.define(
     "sub",
     matching_avals("sub"),
-    lambda a, b: (np.subtract(a, b),),
+    ufunc_kernel(np.subtract),
     jvp=lambda s, t, p, o: (minus(s, t[0], t[1]),),
     vjp=lambda s, c, p, o, needs: (c[0], s.neg(c[0]) if needs[1] else None),
     structured=_sum_structured(lambda s, a, b: s.sub(a, b)),
@@ -169,7 +170,7 @@ def _mul_vjp(s, cotangents, primals, outputs, needs):
     return (s.mul(ct, cj(s, b)) if needs[0] else None, s.mul(cj(s, a), ct) if needs[1] else None)
 
 
-mul = RULES.define("mul", matching_avals("mul"), lambda a, b: (np.multiply(a, b),), _mul_jvp, _mul_vjp,
+mul = RULES.define("mul", matching_avals("mul"), ufunc_kernel(np.multiply), _mul_jvp, _mul_vjp,
                    structured=_scaled_structured(lambda s, a, b: s.mul(a, b), commutes=True))
 
 
@@ -185,7 +186,7 @@ def _div_vjp(s, cotangents, primals, outputs, needs):
     return (ct_a, s.neg(s.mul(ct_a, cj(s, y))) if needs[1] else None)
 
 
-div = RULES.define("div", matching_avals("div"), lambda a, b: (np.divide(a, b),), _div_jvp, _div_vjp,
+div = RULES.define("div", matching_avals("div"), ufunc_kernel(np.divide), _div_jvp, _div_vjp,
                    structured=_scaled_structured(lambda s, a, b: s.div(a, b), commutes=False))
 
 
@@ -212,7 +213,7 @@ def one_minus(s, x):
     return s.sub(full_like(s, x, 1), x)
 
 
-neg = RULES.define_linear("neg", same_aval, lambda x: (np.negative(x),), lambda s, c, p, needs: (s.neg(c[0]),),
+neg = RULES.define_linear("neg", same_aval, ufunc_kernel(np.negative), lambda s, c, p, needs: (s.neg(c[0]),),
                           structured=on_blocks(lambda s, x: s.neg(x), lambda s, x: Product(s.neg(x.left), x.right)))
 exp = unary("exp", np.exp, lambda s, t, x, y: s.mul(t, y))
 log = unary("log", np.log, lambda s, t, x, y: s.div(t, x))

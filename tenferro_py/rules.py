@@ -103,9 +103,7 @@ def ufunc_kernel(fn: Callable[..., Any]) -> Callable[..., tuple]:
     """The kernel of an elementwise op that is one NumPy function of its inputs: ``(fn(*xs),)``. It
     carries ``fn`` as ``direct``, which a replay (tenferro_py.replay) calls in its place."""
 
-    def kernel(*xs: Any) -> tuple:
-        return (fn(*xs),)
-
+    kernel = lambda *xs: (fn(*xs),)  # noqa: E731 (a kernel, as the op families write theirs)
     kernel.direct = fn  # type: ignore[attr-defined]
     return kernel
 

@@ -277,3 +277,14 @@ def test_threads_may_call_one_transform_at_once():
         got = list(pool.map(vg, xs))
     assert_same_bits(got, [tnp.value_and_grad(power_energy, replay=False)(x) for x in xs])
     assert vg.traced.replayed_calls + vg.traced.real_calls == len(xs) and vg.traced.replayed_calls > 0
+
+
+def test_norms_and_value_tests_replay_through_guards():
+    """NumPy's norms and tests of values (all, any, isclose) read masks, which are guards: replayed."""
+
+    def f(x):
+        bonus = 1.0 if tnp.all(x > -5) and not tnp.any(tnp.isclose(x, 7.0)) else 0.0
+        return tnp.linalg.vector_norm(x, ord=3) + tnp.linalg.norm(x) + bonus
+
+    xs = [np.arange(1.0, 5.0) * k for k in (1, 1.1, 1.2, 1.3)] + [np.array([7.0, 1, 2, 3])]
+    _check_real_where_it_must(f, xs, replayed=True)

@@ -12,6 +12,7 @@ divisor; ``nextafter`` is not differentiable (``Unsupported``, as JAX has no rul
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from typing import Any, Sequence
 
@@ -20,7 +21,7 @@ import numpy as np
 from ..errors import DTypeMismatch, InvalidArgument, ShapeMismatch
 from ..ops import extrema, special
 from ..ops.elementwise import full_like, zero_mask
-from .array import lift, ndarray, operands, power, result_dtype, session, tracked, value_of, wrap
+from .array import lift, ndarray, observed, operands, power, result_dtype, session, tracked, value_of, wrap
 from .functions import asarray, divide, multiply, real, subtract, where
 from .joining import concatenate, moveaxis, stack
 from .shaping import normalize_axes, normalize_axis
@@ -135,32 +136,32 @@ def signbit(x: Any) -> Any:
     """NumPy's signbit, of the values (real)."""
     if isinstance(x, ndarray) and x.dtype.kind == "c":
         raise DTypeMismatch("signbit", "a real array", str(x.dtype))
-    return np.signbit(value_of(x))
+    return observed(np.signbit, x)
 
 
 def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
     """NumPy's isclose, of the values."""
-    return np.isclose(value_of(a), value_of(b), rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return observed(functools.partial(np.isclose, rtol=rtol, atol=atol, equal_nan=equal_nan), a, b)
 
 
 def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """NumPy's allclose, of the values."""
-    return bool(np.allclose(value_of(a), value_of(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
+    return bool(observed(functools.partial(np.allclose, rtol=rtol, atol=atol, equal_nan=equal_nan), a, b))
 
 
 def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
     """NumPy's array_equal, of the values."""
-    return bool(np.array_equal(value_of(a1), value_of(a2), equal_nan=equal_nan))
+    return bool(observed(functools.partial(np.array_equal, equal_nan=equal_nan), a1, a2))
 
 
 def all(a: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
     """NumPy's all, of the values."""
-    return np.all(value_of(a), axis=axis, keepdims=keepdims)
+    return observed(functools.partial(np.all, axis=axis, keepdims=keepdims), a)
 
 
 def any(a: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001
     """NumPy's any, of the values."""
-    return np.any(value_of(a), axis=axis, keepdims=keepdims)
+    return observed(functools.partial(np.any, axis=axis, keepdims=keepdims), a)
 
 
 def isrealobj(x: Any) -> bool:

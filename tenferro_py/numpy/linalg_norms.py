@@ -43,7 +43,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
 def _euclidean(magnitude: Any, axes: Any) -> Any:
     """sqrt(Σ |x|²) along axes; at a zero vector the derivative is 0 (as the matrix norm's), not 0/0."""
     squares = fn.sum(magnitude * magnitude, axes)
-    zero = value_of(squares) == 0
+    zero = squares == 0  # a guard, as every comparison of arrays
     return fn.where(zero, 0.0, fn.sqrt(fn.where(zero, 1.0, squares)))
 
 
@@ -63,7 +63,7 @@ def _vector_norm(a: Any, ord: Any, axis: int) -> Any:
     if ord == -np.inf:
         return fn.min(magnitude, axis)
     if ord == 0:  # a count, which has no derivative
-        return fn.sum(fn.where(value_of(magnitude) != 0, fn.ones_like(magnitude), fn.zeros_like(magnitude)), axis)
+        return fn.sum(fn.where(magnitude != 0, fn.ones_like(magnitude), fn.zeros_like(magnitude)), axis)
     if ord == 1:
         return fn.sum(magnitude, axis)
     return _p_norm(magnitude, float(ord), axis)
@@ -73,11 +73,11 @@ def _p_norm(magnitude: Any, p: float, axis: int) -> Any:
     """(Σ |x|ᵖ)^(1/p) with the smallest subgradient, 0, where it has no derivative (at a zero vector,
     at zero entries for p < 1), never 0/0: zero entries add nothing (p > 0) or make the norm 0 (p < 0,
     NumPy's value) and move nothing."""
-    nonzero = value_of(magnitude) != 0
+    nonzero = magnitude != 0
     safe = fn.where(nonzero, magnitude, 1.0)
     if p > 0:
         total = fn.sum(fn.where(nonzero, safe ** p, 0.0), axis)
-        zero = value_of(total) == 0
+        zero = total == 0
     else:
         total = fn.sum(safe ** p, axis)
         zero = np.any(~nonzero, axis=axis)

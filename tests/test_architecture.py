@@ -58,7 +58,7 @@ LAYERS = [
     ["models.sweep_pool"],
     ["models.sweep"],
     ["models.corner_cut"],
-    ["models.ctmrg"],
+    ["models.ctmrg", "models.lattice", "models.ipeps_state"],
     ["models.ipeps"],
     ["models"],
 ]

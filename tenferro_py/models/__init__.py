@@ -7,13 +7,16 @@ gradient and curvature by the explicit sweep, the same as a ``staged.Program``.
 ``ctmrg``: C4v CTMRG (one step for the Ising model and iPEPS double layers), its fixed point
 differentiated implicitly, and the observables (Ising thermodynamics, correlation length);
 ``corner_cut``: its cut (which eigenvectors of the enlarged corner, by which eigh, differentiated).
-``ipeps``: the C4v iPEPS of the Heisenberg model: state, energy and gradient, optimiser, save/load.
+``lattice``: local Hamiltonians given as operators (nearest, next-nearest, on-site terms), and the
+Heisenberg, XXZ, J1-J2 and transverse-field Ising models written with them.
+``ipeps``: the C4v iPEPS of such a model (the Heisenberg antiferromagnet by default): state, energy and
+gradient, optimiser, save/load.
 ``reference``: SPEC's reference table of TRG, and a run's errors against it and Onsager.
 ``sweep`` (with ``sweep_csv``, ``sweep_pool``; POSIX, imported on demand): a resumable β sweep
 of TRG into a CSV, on worker processes or a Dask cluster.
 ``cli``: the examples' command-line convention.
 """
 
-from . import corner_cut, ctmrg, hotrg, ipeps, onsager, reference, trg
+from . import corner_cut, ctmrg, hotrg, ipeps, lattice, onsager, reference, trg
 
-__all__ = ["corner_cut", "ctmrg", "hotrg", "ipeps", "onsager", "reference", "trg"]
+__all__ = ["corner_cut", "ctmrg", "hotrg", "ipeps", "lattice", "onsager", "reference", "trg"]

@@ -21,21 +21,20 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
-import tempfile
 from typing import Callable, NamedTuple
 
 import numpy as np
 import scipy.optimize
 
 from ..engine import CpuEngine
-from ..errors import InvalidArgument, TenferroError
+from ..errors import InvalidArgument
 from ..fixed_point import FixedPoint, FixedPointError, FixedPointSolution
 from ..runtime import EagerRuntime
 from ..session import EagerSession
 from ..tape import EagerTensor
 from ..tensor import Tensor
-from . import ctmrg
+from . import ctmrg, lattice
+from .ipeps_state import SAVE_FORMAT, StateFileError, check_writable, save_state  # noqa: F401 (the module's API)
 
 __all__ = [
     "CTMRG_MAXITER", "CTMRG_TOL", "FAILED_TRIAL_ENERGY", "MULTIPLET_GAP", "NOISE", "PHYSICAL", "SAVE_FORMAT",
@@ -68,7 +67,6 @@ CTMRG_MAXITER = 1000
 FAILED_TRIAL_ENERGY = 1.0
 """What a line search's trial point where CTMRG does not converge counts as: above every state's energy
 per site (at most 2 × 1/4, the largest eigenvalue of h), so the line search steps back."""
-SAVE_FORMAT = "ipeps_heisenberg/1"
 
 
 def bond_hamiltonian() -> np.ndarray:
@@ -147,25 +145,54 @@ def open_double_layer(s: EagerSession, site: EagerTensor) -> EagerTensor:
     return s.reshape(pairs, (PHYSICAL, PHYSICAL) + (bond * bond,) * 4)
 
 
-def bond_energy(s: EagerSession, env: ctmrg.Environment, site: EagerTensor) -> EagerTensor:
-    """⟨h⟩ on a horizontal bond: the two-site reduced density matrix in the environment (C, T), traced with h.
+def bond_energy(s: EagerSession, env: ctmrg.Environment, site: EagerTensor,
+                hamiltonian: np.ndarray | None = None) -> EagerTensor:
+    """⟨h⟩ on a horizontal bond (``hamiltonian``, in the rotated frame; None: :func:`bond_hamiltonian`): the
+    two-site reduced density matrix in the environment (C, T), traced with h.
 
     The network is 4 C, 6 T and the two sites with their physical legs open, over the same network
     closed. Its left half, C T T C T around O, is contracted once: the right half is its mirror image
     (a and the environment are reflection symmetric), so ρ = Σ half[z, p1, p1', k, q] half[z, p2, p2', k, q].
     """
     corner, edge = env
+    h = bond_hamiltonian() if hamiltonian is None else hamiltonian
     half = s.einsum([corner, edge, edge, corner, edge, open_double_layer(s, site)],
                     "xy,yuz,xlw,wv,vdq,pculdr->zpcrq")
     rho = s.einsum([half, half], "zpckq,zPCkq->pcPC")
-    weighted = s.einsum([rho, Tensor.from_numpy(bond_hamiltonian())], "pcPC,cCpP->")
+    weighted = s.einsum([rho, Tensor.from_numpy(h)], "pcPC,cCpP->")
     trace = s.einsum([rho], "ppPP->")
     return s.div(weighted, trace)
 
 
-def energy_per_site(s: EagerSession, env: ctmrg.Environment, site: EagerTensor) -> EagerTensor:
-    """E = 2⟨h⟩: two bonds per site, the vertical one equal to the horizontal one by C4v."""
-    return s.scale_real(bond_energy(s, env, site), 2.0)
+def energy_per_site(s: EagerSession, env: ctmrg.Environment, site: EagerTensor,
+                    model: lattice.Model | None = None) -> EagerTensor:
+    """E = 2⟨h⟩ + ⟨o⟩: two bonds per site, the vertical one equal to the horizontal one by C4v, and the
+    on-site term; ``model`` in its rotated frame (:func:`lattice.in_frame`), None: Heisenberg's."""
+    if model is None:
+        return s.scale_real(bond_energy(s, env, site), 2.0)
+    energy = s.scale_real(bond_energy(s, env, site, model.nearest), 2.0)
+    if model.onsite is not None:
+        energy = s.add(energy, one_site_expectation(s, env, site, model.onsite))
+    return energy
+
+
+def c4v_model(m: lattice.Model) -> lattice.Model:
+    """m in its rotated frame, as the C4v ansatz takes it: spins ½, real operators (the ansatz is real),
+    nearest-neighbour and on-site terms (a diagonal term needs the 2×2 plaquette's density matrix, which
+    this path does not form); else InvalidArgument naming what is not."""
+    if not isinstance(m, lattice.Model):
+        raise InvalidArgument("VariationalEnergy", "model: a lattice.Model", type(m).__name__)
+    framed = lattice.in_frame(m)
+    if framed.nearest.shape[0] != PHYSICAL:
+        raise InvalidArgument("VariationalEnergy", f"model: sites of dimension {PHYSICAL} (spins ½)",
+                              f"dimension {framed.nearest.shape[0]}")
+    if framed.next_nearest is not None:
+        raise InvalidArgument("VariationalEnergy", "model: nearest-neighbour and on-site terms (the C4v path forms "
+                                                   "the two-site density matrix only)", "a next-nearest term")
+    if not all(x is None or np.isrealobj(x) for x in (framed.nearest, framed.onsite)):
+        raise InvalidArgument("VariationalEnergy", "model: real operators in its frame (the C4v ansatz is real)",
+                              "complex ones")
+    return framed
 
 
 def one_site_expectation(
@@ -197,7 +224,8 @@ class Observables(NamedTuple):
 
 
 class VariationalEnergy:
-    """E(θ) and dE/dθ at bond dimension ``bond`` and environment dimension ``chi``.
+    """E(θ) and dE/dθ at bond dimension ``bond`` and environment dimension ``chi``, of ``model`` (a
+    :class:`lattice.Model` of nearest-neighbour and on-site terms; None: the Heisenberg antiferromagnet).
 
     Each evaluation runs CTMRG (``ctmrg.ctmrg_step``, its enlarged corner's eigh by ``method``: see
     ``ctmrg.eigh_method``) to a change of at most CTMRG_TOL, then differentiates the fixed point. It
@@ -209,13 +237,15 @@ class VariationalEnergy:
     A warm start that does not converge falls back to a fresh environment.
     """
 
-    def __init__(self, bond: int, chi: int, engine: CpuEngine | None = None, method: str = "auto"):
+    def __init__(self, bond: int, chi: int, engine: CpuEngine | None = None, method: str = "auto",
+                 model: lattice.Model | None = None):
         for name, value in (("bond", bond), ("chi", chi)):
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
                 raise InvalidArgument("VariationalEnergy", f"{name}: an int >= 1", repr(value))
         if method not in ctmrg.EIGH_METHODS:
             raise InvalidArgument("VariationalEnergy", f"method one of {', '.join(ctmrg.EIGH_METHODS)}", repr(method))
         self.bond, self.chi, self.method = bond, chi, method
+        self.model = c4v_model(model) if model is not None else None  # None: the Heisenberg antiferromagnet
         self.basis = c4v_basis(bond)
         self.engine = engine if engine is not None else CpuEngine.serial()
         self.fixed_point = FixedPoint(self._step, tol=CTMRG_TOL, maxiter=CTMRG_MAXITER)
@@ -229,7 +259,7 @@ class VariationalEnergy:
 
     def _energy(self, s: EagerSession, env: ctmrg.Environment, theta: EagerTensor) -> EagerTensor:
         """The readout: E per site at the fixed point (C, T) and θ."""
-        return energy_per_site(s, env, site_tensor(s, theta, self.basis))
+        return energy_per_site(s, env, site_tensor(s, theta, self.basis), self.model)
 
     def double_layer_of(self, theta: np.ndarray) -> Tensor:
         """The double layer of θ's site tensor, as a Tensor."""
@@ -325,43 +355,6 @@ def optimise(
     with model.engine.active():  # one BLAS pin for the whole run (see VariationalEnergy.energy_and_gradient)
         return scipy.optimize.minimize(energy_and_gradient, theta, jac=True, method="L-BFGS-B", callback=callback,
                                        options={"maxiter": maxiter, "ftol": 1e-12, "gtol": 1e-8})
-
-
-# --- save and load ------------------------------------------------------------------------------
-
-
-class StateFileError(TenferroError, ValueError):
-    """A state file that cannot be written or read back, or is not one ``save_state`` wrote."""
-
-
-def check_writable(path: str) -> None:
-    """StateFileError unless ``save_state`` can (re)write ``path``: its directory exists and is writable."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path) or not os.path.isdir(directory) or not os.access(directory, os.W_OK | os.X_OK):
-        raise StateFileError("save_state", "a file in an existing, writable directory", repr(path))
-
-
-def save_state(path: str, state: dict) -> None:
-    """Write ``state`` as JSON to ``path`` atomically: a temporary file in the same directory, flushed and
-    fsynced, then renamed over ``path``, so ``path`` is always a whole file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(state, file)
-            file.write("\n")
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-    directory_handle = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(directory_handle)  # the rename itself survives a crash
-    finally:
-        os.close(directory_handle)
 
 
 def load_state(path: str) -> dict:

@@ -1,0 +1,92 @@
+"""Models given as operators (tenferro_py.models.lattice), and the C4v iPEPS of any of them."""
+
+import numpy as np
+import pytest
+
+import tenferro_py as tf
+from tenferro_py.models import ipeps, lattice
+
+RNG = np.random.default_rng(3)
+
+
+def test_the_built_in_heisenberg_model_in_its_frame_is_the_ipeps_coupling():
+    framed = lattice.in_frame(lattice.heisenberg())
+    assert np.array_equal(framed.nearest, ipeps.bond_hamiltonian())
+    assert lattice.in_frame(lattice.xxz(1.0)).nearest.tobytes() == framed.nearest.tobytes()
+
+
+def test_the_rotation_flips_x_and_z_on_sublattice_b():
+    u = lattice.SPIN_FLIP_Y
+    np.testing.assert_array_equal(u.T @ lattice.PAULI_X @ u, -lattice.PAULI_X)
+    np.testing.assert_array_equal(u.T @ lattice.PAULI_Z @ u, -lattice.PAULI_Z)
+
+
+def test_the_spin_couplings_are_the_matrices_of_their_definition():
+    sx, sz = lattice.PAULI_X / 2, lattice.PAULI_Z / 2
+    sy = np.array([[0, -0.5j], [0.5j, 0]])
+    for delta in (0.0, 0.5, 2.0):
+        want = np.kron(sx, sx) + np.kron(sy, sy).real + delta * np.kron(sz, sz)
+        np.testing.assert_allclose(lattice.xxz(delta).nearest.reshape(4, 4), want, atol=1e-15)
+    j1j2 = lattice.j1j2(0.5)
+    np.testing.assert_allclose(j1j2.next_nearest, 0.5 * lattice.heisenberg().nearest, atol=1e-15)
+    assert lattice.in_frame(j1j2).next_nearest is j1j2.next_nearest  # one sublattice: not rotated
+
+
+@pytest.mark.parametrize("field", [0.5, 2.5, 3.5])
+def test_product_states_of_the_transverse_ising_model_have_their_exact_energies(field):
+    """D = 1 is a product state: |+x> has E = -h per site, |up> has E = -2J (two bonds per site)."""
+    model = ipeps.VariationalEnergy(bond=1, chi=1, model=lattice.transverse_ising(field))
+    np.testing.assert_allclose(model.energy(np.array([1.0, 1.0])), -field, rtol=1e-12)
+    np.testing.assert_allclose(model.energy(np.array([1.0, 0.0])), -2.0, rtol=1e-12)
+    theta = np.array([np.cos(0.3), np.sin(0.3)])  # cos θ|up> + sin θ|down>: ZZ = cos²2θ, X = sin 2θ
+    np.testing.assert_allclose(model.energy(theta), -2 * np.cos(0.6) ** 2 - field * np.sin(0.6), rtol=1e-12)
+
+
+def test_the_energy_of_a_model_agrees_with_central_differences_and_the_default():
+    theta = ipeps.initial_parameters(2, seed=1)
+    default = ipeps.VariationalEnergy(bond=2, chi=8)
+    given = ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.heisenberg())
+    assert default.energy_and_gradient(theta)[0] == given.energy_and_gradient(theta)[0]
+    ising = ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.transverse_ising(2.5))
+    energy, gradient = ising.energy_and_gradient(theta)
+    direction = RNG.standard_normal(theta.shape)
+    h = 1e-5
+    slope = (ising.energy(theta + h * direction) - ising.energy(theta - h * direction)) / (2 * h)
+    np.testing.assert_allclose(gradient @ direction, slope, rtol=1e-5, atol=1e-8)
+
+
+def test_an_optimised_state_lies_between_the_product_state_and_the_bond_bound():
+    """At h = 3.5 (paramagnetic) D = 2 lowers E below the product state's −h, and no state lies below
+    twice the least eigenvalue of a bond's share of H (−ZZ − h (X⊗1 + 1⊗X)/4, each site on four bonds)."""
+    field = 3.5
+    model = ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.transverse_ising(field))
+    start = np.zeros(ipeps.parameter_count(2))
+    start[0], start[ipeps.parameter_count(2) // 2] = 1.0, 1.0  # |+x> on every site
+    start += 0.05 * RNG.standard_normal(start.shape)
+    result = ipeps.optimise(model, start, maxiter=30)
+    share = -np.kron(lattice.PAULI_Z, lattice.PAULI_Z) - field / 4 * (np.kron(lattice.PAULI_X, np.eye(2))
+                                                                      + np.kron(np.eye(2), lattice.PAULI_X))
+    assert 2 * np.linalg.eigvalsh(share)[0] < result.fun < -field - 1e-3
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(nearest=np.zeros((2, 2))), "d × d × d × d"),
+    (dict(nearest=np.arange(16.0).reshape(2, 2, 2, 2)), "Hermitian"),
+    (dict(nearest=np.kron(lattice.PAULI_Z, np.eye(2)).reshape(2, 2, 2, 2)), "either site"),
+    (dict(nearest=lattice.heisenberg().nearest, onsite=np.ones((3, 3))), "2 × 2"),
+    (dict(nearest=lattice.heisenberg().nearest, sublattice=2 * np.eye(2)), "unitary"),
+])
+def test_bad_operators_are_refused_with_a_named_error(kwargs, match):
+    with pytest.raises(tf.InvalidArgument, match=match):
+        lattice.model(**kwargs)
+
+
+def test_what_the_c4v_path_cannot_take_is_refused():
+    with pytest.raises(tf.InvalidArgument, match="next-nearest"):
+        ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.j1j2(0.5))
+    spin_one = lattice.model(np.eye(9).reshape(3, 3, 3, 3))
+    with pytest.raises(tf.InvalidArgument, match="dimension 2"):
+        ipeps.VariationalEnergy(bond=2, chi=8, model=spin_one)
+    with pytest.raises(tf.InvalidArgument, match="real"):
+        ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.model(lattice.heisenberg().nearest,
+                                                                     onsite=np.array([[0, -1j], [1j, 0]])))

@@ -59,6 +59,7 @@ LAYERS = [
     ["models.sweep"],
     ["models.corner_cut"],
     ["models.ctmrg", "models.lattice", "models.ipeps_state"],
+    ["models.plaquette"],
     ["models.ipeps"],
     ["models"],
 ]

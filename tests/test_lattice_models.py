@@ -1,10 +1,11 @@
 """Models given as operators (tenferro_py.models.lattice), and the C4v iPEPS of any of them."""
 
 import numpy as np
+import opt_einsum
 import pytest
 
 import tenferro_py as tf
-from tenferro_py.models import ipeps, lattice
+from tenferro_py.models import ipeps, lattice, plaquette
 
 RNG = np.random.default_rng(3)
 
@@ -81,9 +82,55 @@ def test_bad_operators_are_refused_with_a_named_error(kwargs, match):
         lattice.model(**kwargs)
 
 
+def _state(bond=2, chi=4, seed=2):
+    """A random C4v state's θ, its converged environment (C, T) and site tensor, as arrays."""
+    model = ipeps.VariationalEnergy(bond=bond, chi=chi)
+    theta = ipeps.initial_parameters(bond, seed=seed) + 0.3 * np.random.default_rng(seed).standard_normal(
+        ipeps.parameter_count(bond))
+    corner, edge = model.solve(theta).x
+    rt = tf.EagerRuntime()
+    with rt.no_grad():
+        site = rt.with_eager_session(model.engine, lambda s: ipeps.site_tensor(
+            s, s.constant_from(tf.Tensor.from_numpy(theta)), model.basis)).value().to_numpy()
+    return theta, corner.to_numpy(), edge.to_numpy(), site
+
+
+def _in_session(fn, *arrays):
+    rt = tf.EagerRuntime()
+    with rt.no_grad():
+        return rt.with_eager_session(tf.CpuEngine.serial(), lambda s: fn(
+            s, *[s.constant_from(tf.Tensor.from_numpy(a)) for a in arrays])).value().to_numpy()
+
+
+def test_the_plaquette_density_is_the_whole_network_contracted():
+    """ρ of the 2×2 plaquette against numpy.einsum of all 16 tensors: C T T C / T a a T / T a a T / C T T C,
+    sites 1-4 clockwise from the upper left."""
+    _, c, t, site = _state()
+    rho = _in_session(lambda s, c_, t_, a: plaquette.plaquette_density(s, (c_, t_), ipeps.open_double_layer(s, a)),
+                      c, t, site)
+    bond = site.shape[1]
+    o = np.einsum("puldr,qvmes->pquvlmders", site, site).reshape((2, 2) + (bond * bond,) * 4)
+    full = opt_einsum.contract("ab,bnc,cod,de,erf,fsg,gh,hti,iuj,jk,kvm,mwa,BGnwyx,CHoxzr,EIzAts,FJyvuA->BCEFGHIJ",
+                               c, t, t, c, t, t, c, t, t, c, t, t, o, o, o, o, optimize="greedy")
+    full /= np.einsum("abcdabcd->", full)
+    np.testing.assert_allclose(rho, full, atol=1e-12 * np.abs(full).max())
+
+
+def test_a_j2_of_zero_is_heisenberg_and_j2_has_its_gradient():
+    theta, *_ = _state(chi=8)
+    heisenberg = ipeps.VariationalEnergy(bond=2, chi=8).energy(theta)
+    np.testing.assert_allclose(ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.j1j2(0.0)).energy(theta),
+                               heisenberg, atol=1e-13)
+    model = ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.j1j2(0.5))
+    energy, gradient = model.energy_and_gradient(theta)
+    direction = RNG.standard_normal(theta.shape)
+    h = 1e-5
+    slope = (model.energy(theta + h * direction) - model.energy(theta - h * direction)) / (2 * h)
+    np.testing.assert_allclose(gradient @ direction, slope, rtol=1e-5, atol=1e-8)
+    assert energy != heisenberg
+
+
 def test_what_the_c4v_path_cannot_take_is_refused():
-    with pytest.raises(tf.InvalidArgument, match="next-nearest"):
-        ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.j1j2(0.5))
     spin_one = lattice.model(np.eye(9).reshape(3, 3, 3, 3))
     with pytest.raises(tf.InvalidArgument, match="dimension 2"):
         ipeps.VariationalEnergy(bond=2, chi=8, model=spin_one)

@@ -33,7 +33,7 @@ from ..runtime import EagerRuntime
 from ..session import EagerSession
 from ..tape import EagerTensor
 from ..tensor import Tensor
-from . import ctmrg, lattice
+from . import ctmrg, lattice, plaquette
 from .ipeps_state import SAVE_FORMAT, StateFileError, check_writable, save_state  # noqa: F401 (the module's API)
 
 __all__ = [
@@ -166,30 +166,30 @@ def bond_energy(s: EagerSession, env: ctmrg.Environment, site: EagerTensor,
 
 def energy_per_site(s: EagerSession, env: ctmrg.Environment, site: EagerTensor,
                     model: lattice.Model | None = None) -> EagerTensor:
-    """E = 2⟨h⟩ + ⟨o⟩: two bonds per site, the vertical one equal to the horizontal one by C4v, and the
-    on-site term; ``model`` in its rotated frame (:func:`lattice.in_frame`), None: Heisenberg's."""
+    """E = 2⟨h⟩ + 2⟨h'⟩ + ⟨o⟩: two bonds and two diagonal pairs per site (each one equal to the others by
+    C4v), and the on-site term; ``model`` in its rotated frame (:func:`lattice.in_frame`), None:
+    Heisenberg's. The diagonal pairs are read from the 2×2 plaquette (:mod:`.plaquette`)."""
     if model is None:
         return s.scale_real(bond_energy(s, env, site), 2.0)
     energy = s.scale_real(bond_energy(s, env, site, model.nearest), 2.0)
+    if model.next_nearest is not None:
+        diagonal = plaquette.diagonal_energy(s, env, open_double_layer(s, site), model.next_nearest)
+        energy = s.add(energy, s.scale_real(diagonal, 2.0))
     if model.onsite is not None:
         energy = s.add(energy, one_site_expectation(s, env, site, model.onsite))
     return energy
 
 
 def c4v_model(m: lattice.Model) -> lattice.Model:
-    """m in its rotated frame, as the C4v ansatz takes it: spins ½, real operators (the ansatz is real),
-    nearest-neighbour and on-site terms (a diagonal term needs the 2×2 plaquette's density matrix, which
-    this path does not form); else InvalidArgument naming what is not."""
+    """m in its rotated frame, as the C4v ansatz takes it: spins ½ and real operators (the ansatz is
+    real); else InvalidArgument naming what is not."""
     if not isinstance(m, lattice.Model):
         raise InvalidArgument("VariationalEnergy", "model: a lattice.Model", type(m).__name__)
     framed = lattice.in_frame(m)
     if framed.nearest.shape[0] != PHYSICAL:
         raise InvalidArgument("VariationalEnergy", f"model: sites of dimension {PHYSICAL} (spins ½)",
                               f"dimension {framed.nearest.shape[0]}")
-    if framed.next_nearest is not None:
-        raise InvalidArgument("VariationalEnergy", "model: nearest-neighbour and on-site terms (the C4v path forms "
-                                                   "the two-site density matrix only)", "a next-nearest term")
-    if not all(x is None or np.isrealobj(x) for x in (framed.nearest, framed.onsite)):
+    if not all(x is None or np.isrealobj(x) for x in (framed.nearest, framed.next_nearest, framed.onsite)):
         raise InvalidArgument("VariationalEnergy", "model: real operators in its frame (the C4v ansatz is real)",
                               "complex ones")
     return framed
@@ -225,7 +225,7 @@ class Observables(NamedTuple):
 
 class VariationalEnergy:
     """E(θ) and dE/dθ at bond dimension ``bond`` and environment dimension ``chi``, of ``model`` (a
-    :class:`lattice.Model` of nearest-neighbour and on-site terms; None: the Heisenberg antiferromagnet).
+    :class:`lattice.Model`; None: the Heisenberg antiferromagnet).
 
     Each evaluation runs CTMRG (``ctmrg.ctmrg_step``, its enlarged corner's eigh by ``method``: see
     ``ctmrg.eigh_method``) to a change of at most CTMRG_TOL, then differentiates the fixed point. It

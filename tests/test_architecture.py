@@ -61,6 +61,7 @@ LAYERS = [
     ["models.ctmrg", "models.lattice", "models.ipeps_state"],
     ["models.plaquette"],
     ["models.ipeps"],
+    ["models.correlations"],
     ["models"],
 ]
 

@@ -137,3 +137,23 @@ def test_what_the_c4v_path_cannot_take_is_refused():
     with pytest.raises(tf.InvalidArgument, match="real"):
         ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.model(lattice.heisenberg().nearest,
                                                                      onsite=np.array([[0, -1j], [1j, 0]])))
+
+
+def test_spin_correlations_along_a_row():
+    """⟨S₀·S_r⟩: at r = 1 the bond energy (the same network), far away (−1)^r m², and a product state's
+    exact ±1/4."""
+    from tenferro_py.models import correlations
+
+    np.testing.assert_allclose(correlations.spin_correlations(ipeps.VariationalEnergy(bond=1, chi=1),
+                                                              np.array([1.0, 0.0]), 4), [-0.25, 0.25, -0.25, 0.25],
+                               atol=1e-15)
+    energy = ipeps.VariationalEnergy(bond=2, chi=8)
+    theta = ipeps.optimise(energy, ipeps.initial_parameters(2, seed=0), maxiter=60).x  # ξ ≈ 0.66
+    found = correlations.spin_correlations(energy, theta, 10)
+    observables = energy.observables(theta)
+    np.testing.assert_allclose(found[0], observables.energy / 2, rtol=1e-12)
+    connected = found - (-1.0) ** np.arange(1, 11) * observables.staggered_magnetisation**2
+    assert abs(connected[-1]) <= 10 * np.exp(-10 / observables.correlation_length) < 1e-5
+    assert abs(connected[-1]) < abs(connected[1]) / 100
+    with pytest.raises(tf.InvalidArgument, match="distance"):
+        correlations.spin_correlations(energy, theta, 0)

@@ -19,7 +19,7 @@ from pathlib import Path
 log = logging.getLogger("mkdocs.hooks.api_coverage")
 
 MODELS = ("onsager", "trg", "hotrg", "reference", "ctmrg", "lattice", "plaquette", "ipeps", "ipeps_state", "sweep",
-          "sweep_csv", "sweep_pool", "cli")
+          "correlations", "sweep_csv", "sweep_pool", "cli")
 PUBLIC_MODULES = (
     "tenferro_py", "tenferro_py.einsum", "tenferro_py.linalg", "tenferro_py.staged", "tenferro_py.traced",
     "tenferro_py.replay", "tenferro_py.fixed_point",

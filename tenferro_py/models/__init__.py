@@ -11,12 +11,15 @@ differentiated implicitly, and the observables (Ising thermodynamics, correlatio
 Heisenberg, XXZ, J1-J2 and transverse-field Ising models written with them.
 ``ipeps``: the C4v iPEPS of such a model (the Heisenberg antiferromagnet by default): state, energy and
 gradient, optimiser, save/load.
+``plaquette``, ``correlations``: the 2×2 plaquette's density matrix of a C4v iPEPS, and its spin-spin
+correlations along a row.
 ``reference``: SPEC's reference table of TRG, and a run's errors against it and Onsager.
 ``sweep`` (with ``sweep_csv``, ``sweep_pool``; POSIX, imported on demand): a resumable β sweep
 of TRG into a CSV, on worker processes or a Dask cluster.
 ``cli``: the examples' command-line convention.
 """
 
-from . import corner_cut, ctmrg, hotrg, ipeps, lattice, onsager, reference, trg
+from . import corner_cut, correlations, ctmrg, hotrg, ipeps, lattice, onsager, plaquette, reference, trg
 
-__all__ = ["corner_cut", "ctmrg", "hotrg", "ipeps", "lattice", "onsager", "reference", "trg"]
+__all__ = ["corner_cut", "correlations", "ctmrg", "hotrg", "ipeps", "lattice", "onsager", "plaquette", "reference",
+           "trg"]

@@ -42,7 +42,7 @@ __all__ = [
     "Environment", "IsingThermodynamics", "converge", "corner_network", "correlation_length", "ctmrg_step",
     "edge_network", "eigh_method", "enlarged_corner", "environment_fixed_point", "initial_environment",
     "ising_tensor", "ising_tensors", "ising_thermodynamics", "kept_count", "kept_space", "ln_z_per_site",
-    "site_expectation", "site_network", "transfer_matrix_eigenvalues", "two_site_network",
+    "row_correlators", "site_expectation", "site_network", "transfer_matrix_eigenvalues", "two_site_network",
 ]
 
 Environment = tuple[EagerTensor, EagerTensor]
@@ -297,6 +297,33 @@ def correlation_length(env: tuple[Tensor, Tensor], a: Tensor | np.ndarray) -> fl
     first, second = np.abs(transfer_matrix_eigenvalues(env, a, 2))
     ratio = second / first
     return math.inf if ratio >= 1 else (0.0 if ratio == 0 else -1.0 / math.log(ratio))
+
+
+def row_correlators(env: tuple[Tensor, Tensor], a: Tensor | np.ndarray, left: np.ndarray, right: np.ndarray,
+                    distance: int) -> np.ndarray:
+    """⟨left₀ right_r⟩ for r = 1 … ``distance`` along a row: the network of ``two_site_network`` widened by
+    r − 1 columns of a between the impurities ``left`` and ``right`` (double-layer tensors [u, l, d, r]),
+    over the same network of a alone. Values only; each column's vectors are rescaled alike, so nothing
+    overflows however long the row."""
+    if not (isinstance(distance, int) and not isinstance(distance, bool) and distance >= 1):
+        raise InvalidArgument("row_correlators", "distance: an int >= 1", repr(distance))
+    c, t = (x.to_numpy() for x in env)
+    bulk = a.to_numpy() if isinstance(a, Tensor) else np.asarray(a, dtype=np.float64)
+
+    def column(v: np.ndarray, site: np.ndarray) -> np.ndarray:  # v[a, x, g] T[a, u, b] X[u, x, d, y] T[h, d, g]
+        return np.einsum("axg,aub,uxdy,hdg->byh", v, t, site, t, optimize=True)
+
+    boundary = np.einsum("ha,mlh,km->alk", c, t, c, optimize=True)  # C T C, the left edge's column
+    closing = np.einsum("ad,dre,eg->arg", c, t, c, optimize=True)  # its mirror on the right
+    plain, marked = column(boundary, bulk), column(boundary, left)
+    values = np.empty(distance)
+    for r in range(distance):
+        num = np.einsum("axg,axg->", column(marked, right), closing)
+        den = np.einsum("axg,axg->", column(plain, bulk), closing)
+        values[r] = num / den
+        scale = np.abs(plain).max()
+        plain, marked = column(plain, bulk) / scale, column(marked, bulk) / scale
+    return values
 
 
 # --- the 2D Ising model -----------------------------------------------------------------------

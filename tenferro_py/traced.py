@@ -45,6 +45,10 @@ MAX_VARIANTS = 4
 #: Keys a function keeps programs for, at most.
 MAX_KEYS = 64
 
+#: Free values checked on every call, at most: a function that reaches more (a whole library outside
+#: LIBRARIES, say) is not replayed.
+MAX_CHECKS = 2000
+
 _MISSING = object()
 _IMMUTABLE = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis), range, slice, np.dtype, np.generic)
 
@@ -70,6 +74,8 @@ class FreeValues:
             seen: set = set()
             for f in fn if isinstance(fn, tuple) else (fn,):
                 self._function(f, seen)
+            if len(self.checks) > MAX_CHECKS:
+                raise _Unsafe(f"more than {MAX_CHECKS} names and objects to check on every call")
         except _Unsafe as err:
             self.why_not, self.checks = str(err), []
 

@@ -268,6 +268,9 @@ def test_save_and_load_resume_the_run(capsys, tmp_path):
     observed = re.fullmatch(r"staggered_magnetisation=(0\.\d{8}) correlation_length=(\d+\.\d{6}) "
                             r"\(transfer matrix at chi=8\)", out.splitlines()[-2])
     assert observed and 0 < float(observed.group(1)) < 0.5 and float(observed.group(2)) > 0
+    spins = out.splitlines()[-3].split()
+    assert spins[:2] == ["spin_correlations", "r=1..10:"] and len(spins) == 12
+    assert abs(float(spins[2]) - float(lines[-1][1]) / 2) < 1e-8  # ⟨S₀·S₁⟩ is half the energy per site
     state = json.loads(Path(path).read_text())
     assert (state["D"], state["chi"], state["seed"], state["iterations"]) == (2, 8, 0, 2)
     assert f"{state['energy']:.10f}" == lines[-1][1] and len(state["theta"]) == ih.parameter_count(2)

@@ -60,17 +60,17 @@ class Replay:
 
     Slots 0 … count − 1 hold the inputs; ``constants`` are (slot, value) pairs; each step is
     (kernel, its input slots, its params, its first output slot, how many outputs, its inputs'
-    shapes, which outputs are 0-d), a :class:`Guard` being a step with no output. The steps are compiled, at the first
-    call, into one Python function of straight-line calls (a local per slot, deleted after its
-    last read), so that a step costs its kernel's call and little more. A kernel with a
+    shapes, which outputs are 0-d), a :class:`Guard` being a step with no output. The steps are
+    compiled, at the first call, into one Python function of straight-line calls (a local per
+    slot, deleted after its last read), so that a step costs its kernel's call and little more. A kernel with a
     ``direct`` attribute (one NumPy function, :func:`~tenferro_py.rules.ufunc_kernel`) is that
     function's call; one with ``specialized(shapes, **params)`` is what that returns, the same
     computation with its planning for these shapes done once."""
 
-    __slots__ = ("count", "size", "constants", "steps", "outputs", "_run")
+    __slots__ = ("count", "constants", "steps", "outputs", "_run")
 
-    def __init__(self, count: int, size: int, constants: list, steps: list, outputs: list[int]):
-        self.count, self.size, self.constants, self.outputs = count, size, constants, outputs
+    def __init__(self, count: int, constants: list, steps: list, outputs: list[int]):
+        self.count, self.constants, self.outputs = count, constants, outputs
         self.steps = steps
         self._run: Callable[..., tuple] | None = None
 
@@ -117,8 +117,8 @@ class Replay:
     def same_as(self, other: "Replay") -> bool:
         """Whether two recorded runs are the same program: the same kernels and guards, wired alike,
         with equal params and constants equal bit for bit."""
-        if (self.count, self.size, self.outputs, len(self.steps), len(self.constants)) != (
-                other.count, other.size, other.outputs, len(other.steps), len(other.constants)):
+        if (self.count, self.outputs, len(self.steps), len(self.constants)) != (
+                other.count, other.outputs, len(other.steps), len(other.constants)):
             return False
         for (f, slots, params, first, n, *_), (g, slots2, params2, first2, n2, *_) in zip(self.steps, other.steps):
             if (slots, first, n) != (slots2, first2, n2) or not same_params(params, params2):
@@ -237,4 +237,4 @@ class Recorder:
         slots = [self._slots.get(id(o)) for o in outputs]
         if self.tainted is not None or None in slots:
             return None
-        return Replay(self._count, self._size, self._constants, self._steps, slots)
+        return Replay(self._count, self._constants, self._steps, slots)

@@ -11,10 +11,9 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
-
+from .ad_context import AdContext
 from .engine import CpuEngine, resolve
 from .errors import InvalidArgument, RuntimeMismatch
-from .ad_context import AdContext
 from .replay import Recorder
 from .session import EagerSession
 from .transforms import Transforms
@@ -125,14 +124,13 @@ class EagerRuntime(Transforms):
             if joint is not None:
                 return joint
         args = [x.payload for x in inputs]
-        if self._recorder is None:
+        try:
             values = s.engine.run(prim, args, params, in_avals, avals)
-        else:
-            try:
-                values = s.engine.run(prim, args, params, in_avals, avals)
-            except BaseException:  # caught, it may steer the program: the values decided what ran
+        except BaseException:  # caught, it may steer the program: the values decided what ran
+            if self._recorder is not None:
                 self._recorder.taint(f"a kernel that raised ({prim.name})")
-                raise
+            raise
+        if self._recorder is not None:
             self._recorder.step(prim.impl, params, args, values)
         outs = op_outputs(self, prim, params, inputs, values, avals, self._recording)
         if self._traces:
@@ -147,10 +145,13 @@ class EagerRuntime(Transforms):
         return self._recorder
 
     @contextlib.contextmanager
-    def record(self, recorder: Recorder) -> Iterator[Recorder]:
+    def record(self, recorder: Recorder | None) -> Iterator[Recorder | None]:
         """``with rt.record(Recorder()):`` writes down every kernel run meanwhile (at width 1: a wider
         engine's kernels run in an order of their own, and a forward trace's joint rules take another
-        route, so both leave nothing to replay)."""
+        route, so both leave nothing to replay); ``rt.record(None)`` records nothing."""
+        if recorder is None:
+            yield None
+            return
         if self._recorder is not None:
             raise InvalidArgument("record", "one recorder at a time", "a second one")
         self._recorder = recorder
@@ -301,12 +302,12 @@ class EagerRuntime(Transforms):
         ``cotangents``: the VJP of f at zero tangents. While f runs, every value that depends on those
         zeros is zero (f is linear), so such an op is recorded on a zero placeholder without running
         its kernel: only the transposes compute."""
-        zeros = [self.constant_from(Tensor.adopt(np.broadcast_to(np.zeros((), p.dtype), p.shape))) for p in primals]
+        zeros = [self.constant_from(Tensor.adopt(_zeros(p.aval))) for p in primals]
         return self.vjp_of(s, f, zeros, cotangents, needs, placeholders=True)
 
     def _placeholder_outputs(self, s: EagerSession, prim: Any, params: dict, inputs: tuple, avals: tuple) -> tuple:
         """An op of a transposed linear map on a placeholder: zeros, recorded (and carried) as if run."""
-        values = tuple([np.broadcast_to(np.zeros((), a.dtype), a.shape) for a in avals])
+        values = tuple([_zeros(a) for a in avals])
         self._placeholders.update({id(v): v for v in values})
         outs = op_outputs(self, prim, params, inputs, values, avals, self._recording)
         if self._traces:
@@ -354,3 +355,7 @@ class EagerRuntime(Transforms):
         return tuple(dense(s, cts[tensor_key(x)]) if need and tensor_key(x) in cts else None
                      for x, need in zip(xs, needs))
 
+
+def _zeros(aval: Aval) -> np.ndarray:
+    """A read-only array of zeros of aval's shape and dtype that holds one element: a placeholder."""
+    return np.broadcast_to(np.zeros((), aval.dtype), aval.shape)

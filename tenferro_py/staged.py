@@ -241,7 +241,7 @@ class Program:
         """(L, dL/dθ) as run for real (its kernels written down by ``recorder``, if any), the arrays a
         replay gives (the sides, the readout, the gradient), and the sides' coefficients."""
         rt, eng = _setup(runtime, engine)
-        with rt.record(recorder) if recorder is not None else contextlib.nullcontext():
+        with rt.record(recorder):
             param = rt.variable_from(t)
             fw = self._forward(rt, eng, param, None, segment_length)
 

@@ -138,7 +138,7 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, *, argnum: Any = Non
 
                 def run(recorder: Any) -> tuple[Any, list]:
                     rt = EagerRuntime()
-                    with session(runtime=rt) as s, (rt.record(recorder) if recorder else contextlib.nullcontext()):
+                    with session(runtime=rt) as s, rt.record(recorder):
                         y, grads = gradients(s, False, args, kwargs, nums, [rt.variable_from(t) for t in tensors])
                     outs = [y, *grads]
                     return shaped(*_numpy_results(outs)), [o.payload for o in outs]

@@ -108,7 +108,7 @@ class FreeValues:
                 value = cell.cell_contents
             except ValueError:  # not yet assigned
                 continue
-            self.checks.append((cell, None, value, self._value(value, seen)))
+            self.checks.append((cell, None, value, self._value(value, seen, names)))
         for value in (fn.__defaults__ or ()) + tuple((fn.__kwdefaults__ or {}).values()):
             self._value(value, seen)
         for name in sorted(names):

@@ -184,6 +184,23 @@ def test_a_changed_closure_and_argument_are_seen():
     assert vg(x, g)[0] == 3 * (25 + 4)
 
 
+def test_a_changed_attribute_of_a_module_in_a_closure_is_seen():
+    import types
+
+    settings = types.ModuleType("settings")  # a user's module, named by the closure
+    settings.field = 2.0
+
+    def make():
+        return lambda x: tnp.sum(x**2) * settings.field
+
+    vg = tnp.value_and_grad(make())
+    for _ in range(3):
+        vg(np.ones(2))
+    assert vg.traced.replayed_calls == 1
+    settings.field = 3.0
+    assert vg(np.ones(2))[0] == 6.0
+
+
 def test_constants_made_anew_are_not_replayed():
     def f(x):
         return tnp.sum(x * np.random.standard_normal(x.shape))

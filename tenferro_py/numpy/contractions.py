@@ -125,8 +125,8 @@ def _planned_numpy_einsum(subscripts: str, operands: tuple, optimize: Any) -> np
     einsum along the same path."""
     arrays = [np.asarray(x) for x in operands]
     if not all(a.dtype.kind in "fc" and a.dtype in SUPPORTED_DTYPES for a in arrays):
-        path = numpy_path(subscripts, [a.shape for a in arrays], "auto" if optimize is False else optimize)
-        return np.einsum(subscripts, *arrays, optimize=False if optimize is False else path)
+        path = False if optimize is False else numpy_path(subscripts, [a.shape for a in arrays], optimize)
+        return np.einsum(subscripts, *arrays, optimize=path)
     dtype = result_dtype(*operands)
     out = KERNEL_SESSION.einsum([Tensor(np.asarray(a, dtype=dtype)).array for a in arrays], subscripts, optimize)
     return out if out.flags.writeable else out.copy()

@@ -123,32 +123,33 @@ def _logaddexp_weights(s, a, b):
     return (s.exp(s.neg(s.logaddexp(zero, s.sub(b, a)))), s.exp(s.neg(s.logaddexp(zero, s.sub(a, b)))))
 
 
-def _logaddexp_jvp(s, tangents, primals, outputs):
-    (da, db), (a, b) = tangents, primals
-    wa, wb = _logaddexp_weights(s, a, b)
-    return (s.accumulate(None if da is None else s.mul(da, wa), None if db is None else s.mul(db, wb)),)
+def _weighted_rules(weights):
+    """(jvp, vjp) of a real function f(a, b) whose partial derivatives are ``weights(s, a, b)``:
+    df = w_a da + w_b db, and (ā, b̄) = (w_a c̄, w_b c̄)."""
 
+    def jvp(s, tangents, primals, outputs):
+        (da, db), (wa, wb) = tangents, weights(s, *primals)
+        return (s.accumulate(None if da is None else s.mul(da, wa), None if db is None else s.mul(db, wb)),)
 
-def _logaddexp_vjp(s, cotangents, primals, outputs, needs):
-    (ct,), (a, b) = cotangents, primals
-    wa, wb = _logaddexp_weights(s, a, b)
-    return (s.mul(ct, wa) if needs[0] else None, s.mul(ct, wb) if needs[1] else None)
+    def vjp(s, cotangents, primals, outputs, needs):
+        (ct,), (wa, wb) = cotangents, weights(s, *primals)
+        return (s.mul(ct, wa) if needs[0] else None, s.mul(ct, wb) if needs[1] else None)
+
+    return jvp, vjp
 
 
 # log(exp(a) + exp(b)) by NumPy's kernel (max + log1p(exp(−|a − b|)): no overflow, exact at infinities).
 logaddexp = RULES.define("logaddexp", real_matching_avals("logaddexp"), lambda a, b: (np.logaddexp(a, b),),
-                         _logaddexp_jvp, _logaddexp_vjp)
-
-logaddexp2 = RULES.define(
-    "logaddexp2", real_matching_avals("logaddexp2"), lambda a, b: (np.logaddexp2(a, b),),
-    jvp=lambda s, t, p, o: _logaddexp_jvp(s, t, _scaled_by_log2(s, p), o),
-    vjp=lambda s, c, p, o, needs: _logaddexp_vjp(s, c, _scaled_by_log2(s, p), o, needs),
-)
+                         *_weighted_rules(_logaddexp_weights))
 
 
-def _scaled_by_log2(s, primals):
-    """a·ln 2 and b·ln 2: logaddexp2's weights are logaddexp's of these."""
-    return tuple(s.scale_real(x, math.log(2.0)) for x in primals)
+def _logaddexp2_weights(s, a, b):
+    """logaddexp's weights of a·ln 2 and b·ln 2."""
+    return _logaddexp_weights(s, s.scale_real(a, math.log(2.0)), s.scale_real(b, math.log(2.0)))
+
+
+logaddexp2 = RULES.define("logaddexp2", real_matching_avals("logaddexp2"), lambda a, b: (np.logaddexp2(a, b),),
+                          *_weighted_rules(_logaddexp2_weights))
 
 
 # --- hypot and arctan2: derivatives by the unit vector (x, y)/hypot(x, y) ---------------------------
@@ -161,19 +162,8 @@ def _unit(s, x, y):
     return s.div(x, safe), s.div(y, safe), h
 
 
-def _hypot_jvp(s, tangents, primals, outputs):
-    (dx, dy), (x, y) = tangents, primals
-    ux, uy, _ = _unit(s, x, y)
-    return (s.accumulate(None if dx is None else s.mul(dx, ux), None if dy is None else s.mul(dy, uy)),)
-
-
-def _hypot_vjp(s, cotangents, primals, outputs, needs):
-    (ct,), (x, y) = cotangents, primals
-    ux, uy, _ = _unit(s, x, y)
-    return (s.mul(ct, ux) if needs[0] else None, s.mul(ct, uy) if needs[1] else None)
-
-
-hypot = RULES.define("hypot", real_matching_avals("hypot"), lambda a, b: (np.hypot(a, b),), _hypot_jvp, _hypot_vjp)
+hypot = RULES.define("hypot", real_matching_avals("hypot"), lambda a, b: (np.hypot(a, b),),
+                     *_weighted_rules(lambda s, x, y: _unit(s, x, y)[:2]))
 
 
 def _arctan2_factors(s, y, x):
@@ -182,17 +172,5 @@ def _arctan2_factors(s, y, x):
     return s.div(ux, h), s.neg(s.div(uy, h))
 
 
-def _arctan2_jvp(s, tangents, primals, outputs):
-    (dy, dx), (y, x) = tangents, primals
-    by_y, by_x = _arctan2_factors(s, y, x)
-    return (s.accumulate(None if dy is None else s.mul(dy, by_y), None if dx is None else s.mul(dx, by_x)),)
-
-
-def _arctan2_vjp(s, cotangents, primals, outputs, needs):
-    (ct,), (y, x) = cotangents, primals
-    by_y, by_x = _arctan2_factors(s, y, x)
-    return (s.mul(ct, by_y) if needs[0] else None, s.mul(ct, by_x) if needs[1] else None)
-
-
 arctan2 = RULES.define("arctan2", real_matching_avals("arctan2"), lambda y, x: (np.arctan2(y, x),),
-                       _arctan2_jvp, _arctan2_vjp)
+                       *_weighted_rules(_arctan2_factors))

@@ -10,6 +10,15 @@ from tenferro_py.models import ipeps, lattice, plaquette
 RNG = np.random.default_rng(3)
 
 
+def assert_gradient_is_the_central_difference(model, theta, h=1e-5):
+    """dE/dθ along a random direction against the central difference of E; E(θ)."""
+    energy, gradient = model.energy_and_gradient(theta)
+    direction = RNG.standard_normal(theta.shape)
+    slope = (model.energy(theta + h * direction) - model.energy(theta - h * direction)) / (2 * h)
+    np.testing.assert_allclose(gradient @ direction, slope, rtol=1e-5, atol=1e-8)
+    return energy
+
+
 def test_the_built_in_heisenberg_model_in_its_frame_is_the_ipeps_coupling():
     framed = lattice.in_frame(lattice.heisenberg())
     assert np.array_equal(framed.nearest, ipeps.bond_hamiltonian())
@@ -48,12 +57,8 @@ def test_the_energy_of_a_model_agrees_with_central_differences_and_the_default()
     default = ipeps.VariationalEnergy(bond=2, chi=8)
     given = ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.heisenberg())
     assert default.energy_and_gradient(theta)[0] == given.energy_and_gradient(theta)[0]
-    ising = ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.transverse_ising(2.5))
-    energy, gradient = ising.energy_and_gradient(theta)
-    direction = RNG.standard_normal(theta.shape)
-    h = 1e-5
-    slope = (ising.energy(theta + h * direction) - ising.energy(theta - h * direction)) / (2 * h)
-    np.testing.assert_allclose(gradient @ direction, slope, rtol=1e-5, atol=1e-8)
+    assert_gradient_is_the_central_difference(ipeps.VariationalEnergy(bond=2, chi=8,
+                                                                      model=lattice.transverse_ising(2.5)), theta)
 
 
 def test_an_optimised_state_lies_between_the_product_state_and_the_bond_bound():
@@ -121,12 +126,8 @@ def test_a_j2_of_zero_is_heisenberg_and_j2_has_its_gradient():
     heisenberg = ipeps.VariationalEnergy(bond=2, chi=8).energy(theta)
     np.testing.assert_allclose(ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.j1j2(0.0)).energy(theta),
                                heisenberg, atol=1e-13)
-    model = ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.j1j2(0.5))
-    energy, gradient = model.energy_and_gradient(theta)
-    direction = RNG.standard_normal(theta.shape)
-    h = 1e-5
-    slope = (model.energy(theta + h * direction) - model.energy(theta - h * direction)) / (2 * h)
-    np.testing.assert_allclose(gradient @ direction, slope, rtol=1e-5, atol=1e-8)
+    energy = assert_gradient_is_the_central_difference(
+        ipeps.VariationalEnergy(bond=2, chi=8, model=lattice.j1j2(0.5)), theta)
     assert energy != heisenberg
 
 

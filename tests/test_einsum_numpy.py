@@ -202,6 +202,14 @@ def test_tnp_einsum_outside_a_session_plans_a_large_network(rng):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
 
 
+def test_tnp_einsum_of_what_is_not_a_number_is_refused_with_a_named_error():
+    import tenferro_py.numpy as tnp
+
+    for data in (np.array([1, "a"], dtype=object), np.array(["a", "b"])):
+        with pytest.raises(tf.DTypeMismatch, match="einsum: expected numeric data"):
+            tnp.einsum("i,i", data, data)
+
+
 def test_tnp_einsum_of_integers_is_numpys():
     import tenferro_py.numpy as tnp
 

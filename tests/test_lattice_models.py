@@ -87,6 +87,13 @@ def test_bad_operators_are_refused_with_a_named_error(kwargs, match):
         lattice.model(**kwargs)
 
 
+@pytest.mark.parametrize("make", [lambda: lattice.xxz("a"), lambda: lattice.transverse_ising(float("nan")),
+                                  lambda: lattice.heisenberg(np.inf), lambda: lattice.j1j2(True)])
+def test_bad_couplings_are_refused_with_a_named_error(make):
+    with pytest.raises(tf.InvalidArgument, match="a finite real number"):
+        make()
+
+
 def _state(bond=2, chi=4, seed=2):
     """A random C4v state's θ, its converged environment (C, T) and site tensor, as arrays."""
     model = ipeps.VariationalEnergy(bond=bond, chi=chi)
@@ -156,5 +163,6 @@ def test_spin_correlations_along_a_row():
     connected = found - (-1.0) ** np.arange(1, 11) * observables.staggered_magnetisation**2
     assert abs(connected[-1]) <= 10 * np.exp(-10 / observables.correlation_length) < 1e-5
     assert abs(connected[-1]) < abs(connected[1]) / 100
-    with pytest.raises(tf.InvalidArgument, match="distance"):
-        correlations.spin_correlations(energy, theta, 0)
+    for distance in (0, 2.0, "x"):
+        with pytest.raises(tf.InvalidArgument, match="distance"):
+            correlations.spin_correlations(energy, theta, distance)

@@ -22,6 +22,8 @@ def spin_correlations(energy: ipeps.VariationalEnergy, theta: np.ndarray, distan
     """⟨S₀·S_r⟩ for r = 1 … ``distance`` of θ's state in ``energy``'s environment at its χ. ``sublattice``:
     the unitary U of the frame (the Heisenberg model's by default; None where the frame is the physical
     one): at odd r the spin is read as U† S U."""
+    if not (isinstance(distance, int) and not isinstance(distance, bool) and distance >= 1):
+        raise InvalidArgument("spin_correlations", "distance: an int >= 1", repr(distance))
     if sublattice is not None and not np.isrealobj(sublattice):
         raise InvalidArgument("spin_correlations", "a real sublattice unitary (the C4v ansatz is real)", "a complex one")
     solution = energy.solve(theta)

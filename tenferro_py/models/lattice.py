@@ -98,6 +98,14 @@ def in_frame(m: Model) -> Model:
     return Model(m.name, nearest, m.next_nearest, onsite, None)
 
 
+def _coupling(op: str, name: str, value: object) -> float:
+    """A model's coupling: a finite real number, else InvalidArgument naming the model and the coupling."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value):
+        raise InvalidArgument(f"lattice.{op}", f"{name}: a finite real number", repr(value))
+    return float(value)
+
+
 def _spin_couplings(jx: float, jy: float, jz: float) -> np.ndarray:
     """jx SxSx + jy SySy + jz SzSz of two spins ½, real."""
     sx, sz = PAULI_X / 2, PAULI_Z / 2
@@ -107,22 +115,26 @@ def _spin_couplings(jx: float, jy: float, jz: float) -> np.ndarray:
 
 def xxz(delta: float, j: float = 1.0) -> Model:
     """H = J Σ (Sx Sx + Sy Sy + Δ Sz Sz) on nearest neighbours, spin ½, with B rotated for J > 0 (Néel order)."""
+    delta, j = _coupling("xxz", "delta", delta), _coupling("xxz", "j", j)
     return model(_spin_couplings(j, j, j * delta), sublattice=SPIN_FLIP_Y if j > 0 else None,
                  name=f"xxz(delta={delta}, j={j})")
 
 
 def heisenberg(j: float = 1.0) -> Model:
     """H = J Σ S_i·S_j on nearest neighbours, spin ½ (the antiferromagnet for J > 0)."""
+    j = _coupling("heisenberg", "j", j)
     return model(_spin_couplings(j, j, j), sublattice=SPIN_FLIP_Y if j > 0 else None, name=f"heisenberg(j={j})")
 
 
 def j1j2(j2: float, j1: float = 1.0) -> Model:
     """H = J1 Σ_⟨ij⟩ S_i·S_j + J2 Σ_⟨⟨ij⟩⟩ S_i·S_j, spin ½, B rotated as for the Néel order of J1."""
+    j2, j1 = _coupling("j1j2", "j2", j2), _coupling("j1j2", "j1", j1)
     return model(_spin_couplings(j1, j1, j1), next_nearest=_spin_couplings(j2, j2, j2),
                  sublattice=SPIN_FLIP_Y if j1 > 0 else None, name=f"j1j2(j2={j2}, j1={j1})")
 
 
 def transverse_ising(h: float, j: float = 1.0) -> Model:
     """H = −J Σ_⟨ij⟩ Z_i Z_j − h Σ_i X_i (Pauli matrices; the 2D critical field is h ≈ 3.044 J)."""
+    h, j = _coupling("transverse_ising", "h", h), _coupling("transverse_ising", "j", j)
     return model(-j * np.kron(PAULI_Z, PAULI_Z).reshape(2, 2, 2, 2), onsite=-h * PAULI_X,
                  name=f"transverse_ising(h={h}, j={j})")

@@ -11,7 +11,7 @@ import numpy as np
 from ..einsum import numpy_path
 from ..kernel_sessions import KERNEL_SESSION
 from ..tensor import SUPPORTED_DTYPES, Tensor
-from ..errors import InvalidArgument
+from ..errors import DTypeMismatch, InvalidArgument
 from .array import (
     as_array,
     binary,
@@ -124,6 +124,9 @@ def _planned_numpy_einsum(subscripts: str, operands: tuple, optimize: Any) -> np
     are a session's wherever BLAS runs one thread as there; data of other dtypes (integers) by NumPy's
     einsum along the same path."""
     arrays = [np.asarray(x) for x in operands]
+    strange = next((a.dtype for a in arrays if a.dtype.kind not in "biufc"), None)
+    if strange is not None:
+        raise DTypeMismatch("einsum", "numeric data (booleans, integers, floats or complex numbers)", str(strange))
     if not all(a.dtype.kind in "fc" and a.dtype in SUPPORTED_DTYPES for a in arrays):
         path = False if optimize is False else numpy_path(subscripts, [a.shape for a in arrays], optimize)
         return np.einsum(subscripts, *arrays, optimize=path)

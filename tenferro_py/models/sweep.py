@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import re
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
@@ -196,13 +197,18 @@ def _compute(executor: Executor, task: Callable[..., dict], todo: list[float], s
         append_durably(path, line)
         computed.append(beta)
 
+    # Finished futures arrive through a queue, not concurrent.futures.wait: a Ctrl-C landing in
+    # wait's loop over the futures' locks leaves some held, and the executor then hangs.
+    finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
+    for future in futures:
+        future.add_done_callback(finished.put)
     try:
-        pending = set(futures)
         bar.draw(0)
-        while pending:
-            ready, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
-            for future in ready:
-                save(future)
+        while len(saved) < len(futures):
+            try:
+                save(finished.get(timeout=1.0))
+            except queue.Empty:
+                pass
             bar.draw(len(computed) + len(failed))
     except BaseException:
         for future in futures:

@@ -1,7 +1,7 @@
 """A Ctrl-C lands wherever the sweep's main thread happens to be. Here it is injected before
 each call made by the sweep's loop (models.sweep._compute) and by the futures it waits on,
-one place per run: every run must then raise KeyboardInterrupt, leave its executor able to
-shut down, keep a readable CSV, and be resumed by the same call.
+one place per run: every run must then raise KeyboardInterrupt, leave no task of its executor
+hung, keep a readable CSV, and be resumed by the same call.
 
 (concurrent.futures.wait, the loop's first form, failed this: a Ctrl-C in its loop over the
 futures' locks left some held, and the executor hung in shutdown; docs/sweep.md.)
@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ from tenferro_py.models import sweep
 
 BETAS = [0.3, 0.35, 0.4, 0.45]
 LIMIT = 60
-"""Seconds an executor may take to shut down before the test calls it hung."""
+"""Seconds an executor's tasks may take to end before the test calls them hung."""
 
 FUTURES = os.path.join("concurrent", "futures", "_base.py")
 
@@ -65,30 +65,50 @@ def _sweep(out: Path, executor, interrupt_at: int | None = None) -> int:
     return calls
 
 
-def _shuts_down(executor) -> bool:
-    done = threading.Thread(target=executor.shutdown, kwargs={"wait": True}, daemon=True)
-    done.start()
-    done.join(LIMIT)
-    return not done.is_alive()
+class DaemonExecutor(Executor):
+    """Each task on a daemon thread of its own. A task's thread blocked on a future's lock left
+    held then fails the test; a ThreadPoolExecutor's worker would hang the interpreter's exit."""
+
+    def __init__(self) -> None:
+        self.threads: list[threading.Thread] = []
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+
+        def run() -> None:
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args, **kwargs))
+                except BaseException as err:
+                    future.set_exception(err)
+
+        self.threads.append(threading.Thread(target=run, daemon=True))
+        self.threads[-1].start()
+        return future
+
+    def shuts_down(self) -> bool:
+        """Whether every task's thread ends within LIMIT seconds."""
+        deadline = time.monotonic() + LIMIT
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self.threads)
 
 
 def test_a_ctrl_c_anywhere_in_the_loop_stops_the_sweep_cleanly_and_the_same_call_resumes(tmp_path, monkeypatch):
     monkeypatch.setattr(sweep, "compute_point", _fake_point)
-    with ThreadPoolExecutor(2) as warm:
-        calls = _sweep(tmp_path / "whole", warm)
+    calls = _sweep(tmp_path / "whole", DaemonExecutor())
     assert calls > 50  # the loop was seen: submitting, waiting, saving
     hung = []
     for at in range(1, calls + 1):
         out = tmp_path / f"at{at}"
-        executor = ThreadPoolExecutor(2)
+        executor = DaemonExecutor()
         with pytest.raises(KeyboardInterrupt):
             _sweep(out, executor, interrupt_at=at)
-        if not _shuts_down(executor):
+        if not executor.shuts_down():
             hung.append(at)
             continue
         saved = {float(row["beta"]) for row in sweep.read_sweep(out.with_suffix(".csv"))}
         assert saved <= set(BETAS)
-        with ThreadPoolExecutor(2) as again:
-            done = sweep.run_sweep(BETAS, 4, 6, None, out, executor=again)
+        done = sweep.run_sweep(BETAS, 4, 6, None, out, executor=DaemonExecutor())
         assert sorted(done.computed) == sorted(set(BETAS) - saved) and sorted(done.skipped) == sorted(saved)
-    assert not hung, f"the executor hung after a Ctrl-C before call {hung} of {calls}"
+    assert not hung, f"a task hung after a Ctrl-C before call {hung} of {calls}"

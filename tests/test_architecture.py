@@ -58,9 +58,9 @@ LAYERS = [
     ["models.sweep_pool"],
     ["models.sweep"],
     ["models.corner_cut"],
-    ["models.ctmrg", "models.lattice", "models.ipeps_state"],
-    ["models.plaquette"],
-    ["models.ipeps"],
+    ["models.ctmrg", "models.lattice", "models.ipeps_state", "models.ctmrg_cell"],
+    ["models.plaquette", "models.cell_networks"],
+    ["models.ipeps", "models.ipeps_cell"],
     ["models.correlations"],
     ["models"],
 ]

@@ -18,7 +18,8 @@ from pathlib import Path
 
 log = logging.getLogger("mkdocs.hooks.api_coverage")
 
-MODELS = ("onsager", "trg", "hotrg", "reference", "ctmrg", "lattice", "plaquette", "ipeps", "ipeps_state", "sweep",
+MODELS = ("onsager", "trg", "hotrg", "reference", "ctmrg", "lattice", "plaquette", "ipeps", "ipeps_state", "ctmrg_cell",
+          "cell_networks", "ipeps_cell", "sweep",
           "correlations", "sweep_csv", "sweep_pool", "cli")
 PUBLIC_MODULES = (
     "tenferro_py", "tenferro_py.einsum", "tenferro_py.linalg", "tenferro_py.staged", "tenferro_py.traced",

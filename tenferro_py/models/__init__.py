@@ -11,6 +11,8 @@ differentiated implicitly, and the observables (Ising thermodynamics, correlatio
 Heisenberg, XXZ, J1-J2 and transverse-field Ising models written with them.
 ``ipeps``: the C4v iPEPS of such a model (the Heisenberg antiferromagnet by default): state, energy and
 gradient, optimiser, save/load.
+``ctmrg_cell``, ``cell_networks``, ``ipeps_cell``: CTMRG of an Lx × Ly unit cell without lattice symmetry,
+the cell's reduced density matrices, and the variational iPEPS of any such model on it, real or complex.
 ``plaquette``, ``correlations``: the 2×2 plaquette's density matrix of a C4v iPEPS, and its spin-spin
 correlations along a row.
 ``reference``: SPEC's reference table of TRG, and a run's errors against it and Onsager.
@@ -19,7 +21,8 @@ of TRG into a CSV, on worker processes or a Dask cluster.
 ``cli``: the examples' command-line convention.
 """
 
-from . import corner_cut, correlations, ctmrg, hotrg, ipeps, lattice, onsager, plaquette, reference, trg
+from . import (cell_networks, corner_cut, correlations, ctmrg, ctmrg_cell, hotrg, ipeps, ipeps_cell, lattice, onsager,
+               plaquette, reference, trg)
 
-__all__ = ["corner_cut", "correlations", "ctmrg", "hotrg", "ipeps", "lattice", "onsager", "plaquette", "reference",
-           "trg"]
+__all__ = ["cell_networks", "corner_cut", "correlations", "ctmrg", "ctmrg_cell", "hotrg", "ipeps", "ipeps_cell",
+           "lattice", "onsager", "plaquette", "reference", "trg"]
